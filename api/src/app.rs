@@ -1,0 +1,78 @@
+//! Building and running the HTTP application.
+
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::openapi_doc;
+use crate::request_log::{LogWriter, LogWriterTask};
+use crate::state::AppState;
+use poem::listener::{Acceptor, Listener, TcpAcceptor, TcpListener};
+use poem::{Endpoint, EndpointExt, Route, Server, get, handler, web::Json};
+use std::future::Future;
+use std::time::Duration;
+
+/// The routes behind the gateway.
+pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
+    let document = openapi_doc::document();
+    let spec = get(handler_for(document));
+    let inner = Route::new().at("/openapi.json", spec).nest("/", openapi_doc::service()).data(state.clone());
+    Gateway { inner, state }
+}
+
+fn handler_for(document: serde_json::Value) -> impl Endpoint {
+    #[handler]
+    fn serve_document(document: poem::web::Data<&serde_json::Value>) -> Json<serde_json::Value> {
+        Json(document.0.clone())
+    }
+    serve_document.data(document)
+}
+
+/// A bound, ready-to-serve API.
+pub struct Application {
+    acceptor: TcpAcceptor,
+    port: u16,
+    state: AppState,
+    log_task: LogWriterTask,
+}
+
+impl Application {
+    /// Connects to the database and binds the listener (port 0 picks a free port).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
+        let relaxed = schema::connect_relaxed(&config.database_url, config.db_max_connections.div_ceil(2)).await?;
+        Self::build_with(config, pool, relaxed).await
+    }
+
+    /// Builds on existing pools.
+    pub async fn build_with(config: Config, pool: sqlx::PgPool, relaxed: sqlx::PgPool) -> anyhow::Result<Self> {
+        let (logs, log_task) = LogWriter::start(pool.clone());
+        let acceptor = TcpListener::bind(config.http_addr.to_string()).into_acceptor().await?;
+        let port = acceptor
+            .local_addr()
+            .first()
+            .and_then(|addr| addr.as_socket_addr().map(|a| a.port()))
+            .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
+        let state = AppState { pool, relaxed, config, logs };
+        Ok(Self { acceptor, port, state, log_task })
+    }
+
+    /// The bound port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The shared state (tests read the pool).
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` resolves, lets requests finish, then writes every queued log.
+    pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+        let Self { acceptor, port: _, state, log_task } = self;
+        let timeout = Duration::from_secs(state.config.shutdown_seconds);
+        let endpoint = endpoint(state);
+        let served = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(endpoint, shutdown, Some(timeout)).await;
+        log_task.close().await;
+        served?;
+        Ok(())
+    }
+}

@@ -1,0 +1,213 @@
+//! The `herald` command line: the operator's contract.
+
+use crate::app::Application;
+use crate::config::Config;
+use clap::{Parser, Subcommand};
+use schema::model::Permission;
+use schema::store::{api_keys, teams};
+use serde_json::json;
+use std::time::Duration;
+
+/// Herald: a self-hostable email platform.
+#[derive(Parser)]
+#[command(name = "herald", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Serve the API on HERALD_HTTP_ADDR, with the job workers unless --no-worker.
+    Serve {
+        /// Serve the API only.
+        #[arg(long)]
+        no_worker: bool,
+    },
+    /// Run the job workers only.
+    Worker,
+    /// Apply the database migrations (safe to repeat).
+    Migrate,
+    /// Print the OpenAPI document.
+    Openapi,
+    /// Manage teams.
+    Team {
+        #[command(subcommand)]
+        command: TeamCommand,
+    },
+    /// Show job counts per queue and status, and the failed jobs with their last error.
+    Jobs,
+}
+
+#[derive(Subcommand)]
+pub enum TeamCommand {
+    /// Create a team and its first full-access key; prints { "team_id", "api_key" }.
+    Create {
+        /// The team's name (1 to 80 characters).
+        #[arg(long)]
+        name: String,
+        /// Do nothing (and print nothing) when the database already has a team.
+        #[arg(long)]
+        if_none: bool,
+    },
+}
+
+/// Runs one command.
+pub async fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Openapi => {
+            print!("{}", crate::openapi_doc::document_json());
+            Ok(())
+        }
+        Command::Migrate => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            schema::migrate(&pool).await?;
+            eprintln!("migrations applied");
+            Ok(())
+        }
+        Command::Team { command: TeamCommand::Create { name, if_none } } => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut conn = pool.acquire().await?;
+            if if_none && teams::count(&mut conn).await? > 0 {
+                return Ok(());
+            }
+            let (team_id, token) = create_team(&pool, &name).await?;
+            println!("{}", json!({ "team_id": team_id, "api_key": token }));
+            Ok(())
+        }
+        Command::Jobs => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut conn = pool.acquire().await?;
+            let counts = schema::store::jobs::counts(&mut conn).await?;
+            let failed = schema::store::jobs::failed(&mut conn, 50).await?;
+            println!("{}", serde_json::to_string_pretty(&json!({ "queues": counts, "failed": failed }))?);
+            Ok(())
+        }
+        Command::Serve { no_worker } => serve(!no_worker).await,
+        Command::Worker => work().await,
+    }
+}
+
+/// Creates a team on the free plan with a full-access key named "Default".
+pub async fn create_team(pool: &sqlx::PgPool, name: &str) -> anyhow::Result<(uuid::Uuid, String)> {
+    let name = name.trim();
+    anyhow::ensure!((1..=80).contains(&name.chars().count()), "a team name has 1 to 80 characters");
+    let team_id = schema::ids::new_id();
+    let slug = format!("{}-{}", slugify(name), &team_id.simple().to_string()[24..]);
+    let token = schema::secret::mint("rk_");
+    let mut tx = pool.begin().await?;
+    teams::insert(&mut tx, team_id, name, &slug).await?;
+    api_keys::insert(
+        &mut tx,
+        &api_keys::NewApiKey {
+            id: schema::ids::new_id(),
+            team_id,
+            name: "Default",
+            permission: Permission::FullAccess,
+            domain_id: None,
+            token_hash: &token.hash,
+            key_prefix: &token.prefix,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok((team_id, token.plaintext))
+}
+
+fn slugify(name: &str) -> String {
+    let slug: String = name
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect::<String>()
+        .split('-')
+        .filter(|part| !part.is_empty())
+        .collect::<Vec<_>>()
+        .join("-");
+    if slug.is_empty() { "team".into() } else { slug.chars().take(40).collect() }
+}
+
+async fn serve(with_workers: bool) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let app = Application::build(config.clone()).await?;
+    tracing::info!(addr = %config.http_addr, port = app.port(), with_workers, "serving");
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let workers = with_workers.then(|| {
+        let pool = app.state().pool.clone();
+        let mut stopped = stopped.clone();
+        let options = worker_options(&config);
+        tokio::spawn(async move {
+            jobs::run(pool, options, async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await
+        })
+    });
+    let server = {
+        let mut stopped = stopped.clone();
+        app.run(async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        })
+    };
+    let signal = async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
+        let _ = stop.send(true);
+    };
+    let (served, ()) = tokio::join!(server, signal);
+    if let Some(workers) = workers {
+        workers.await??;
+    }
+    served
+}
+
+async fn work() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
+    tracing::info!("running job workers");
+    jobs::run(pool, worker_options(&config), shutdown_signal()).await
+}
+
+fn worker_options(config: &Config) -> jobs::WorkerOptions {
+    jobs::WorkerOptions {
+        concurrency: config.worker_concurrency,
+        shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
+        schedules: true,
+    }
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = terminate => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn team_slugs_are_lower_case_words_joined_by_dashes() {
+        assert_eq!(slugify("Acme, Inc."), "acme-inc");
+        assert_eq!(slugify("!!!"), "team");
+    }
+}

@@ -1,0 +1,90 @@
+//! Configuration: environment variables, each with a default that works on one machine.
+//! The README's configuration table lists every one.
+
+use std::net::SocketAddr;
+
+/// Everything the operator can set.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `DATABASE_URL`: the PostgreSQL database.
+    pub database_url: String,
+    /// `HERALD_HTTP_ADDR`: where the API listens.
+    pub http_addr: SocketAddr,
+    /// `HERALD_PUBLIC_URL`: the address clients and hosted pages use.
+    pub public_url: String,
+    /// `HERALD_ENV`: the deployment name shown by health and readiness.
+    pub env: String,
+    /// `HERALD_DB_MAX_CONNECTIONS`: size of the main pool.
+    pub db_max_connections: u32,
+    /// `HERALD_RATE_LIMIT_CAPACITY`: token bucket capacity per team.
+    pub rate_limit_capacity: u32,
+    /// `HERALD_RATE_LIMIT_REFILL`: tokens added per second per team.
+    pub rate_limit_refill: f64,
+    /// `HERALD_WORKER_CONCURRENCY`: jobs each queue runs at once in one worker process.
+    pub worker_concurrency: usize,
+    /// `HERALD_SHUTDOWN_SECONDS`: how long a graceful shutdown waits for requests and jobs.
+    pub shutdown_seconds: u64,
+    /// `HERALD_LOG_FORMAT`: `text` or `json`.
+    pub log_format: String,
+}
+
+/// The default database: the local server with trust auth.
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/herald";
+
+impl Config {
+    /// Reads the environment.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads configuration through `lookup` (tests pass their own).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> anyhow::Result<Self> {
+        let get = |name: &str, default: &str| lookup(name).filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_string());
+        let number = |name: &str, default: &str| -> anyhow::Result<f64> {
+            let raw = get(name, default);
+            raw.parse::<f64>().map_err(|_| anyhow::anyhow!("{name} must be a number, got {raw:?}"))
+        };
+        let http_addr = get("HERALD_HTTP_ADDR", "127.0.0.1:8080");
+        let http_addr = http_addr
+            .parse()
+            .map_err(|_| anyhow::anyhow!("HERALD_HTTP_ADDR must be host:port, got {http_addr:?}"))?;
+        let public_url = get("HERALD_PUBLIC_URL", "http://127.0.0.1:8080").trim_end_matches('/').to_string();
+        let log_format = get("HERALD_LOG_FORMAT", "text");
+        anyhow::ensure!(matches!(log_format.as_str(), "text" | "json"), "HERALD_LOG_FORMAT must be text or json");
+        let capacity = number("HERALD_RATE_LIMIT_CAPACITY", "10")?;
+        anyhow::ensure!(capacity >= 1.0, "HERALD_RATE_LIMIT_CAPACITY must be at least 1");
+        let refill = number("HERALD_RATE_LIMIT_REFILL", "10")?;
+        anyhow::ensure!(refill > 0.0, "HERALD_RATE_LIMIT_REFILL must be positive");
+        Ok(Self {
+            database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),
+            http_addr,
+            public_url,
+            env: get("HERALD_ENV", "development"),
+            db_max_connections: number("HERALD_DB_MAX_CONNECTIONS", "20")? as u32,
+            rate_limit_capacity: capacity as u32,
+            rate_limit_refill: refill,
+            worker_concurrency: number("HERALD_WORKER_CONCURRENCY", "4")?.max(1.0) as usize,
+            shutdown_seconds: number("HERALD_SHUTDOWN_SECONDS", "20")? as u64,
+            log_format,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_has_a_working_default() {
+        let config = Config::from_lookup(|_| None).unwrap();
+        assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.rate_limit_capacity, 10);
+        assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+    }
+
+    #[test]
+    fn a_malformed_number_is_refused_with_its_name() {
+        let error = Config::from_lookup(|name| (name == "HERALD_RATE_LIMIT_CAPACITY").then(|| "ten".into())).unwrap_err();
+        assert!(error.to_string().contains("HERALD_RATE_LIMIT_CAPACITY"));
+    }
+}

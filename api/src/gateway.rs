@@ -1,0 +1,314 @@
+//! The gateway every request passes through, in this order: User-Agent, routing (404/405 from
+//! the operation table), credential, rate limit, permission, the handler; then errors become
+//! the public JSON error, the rate-limit headers are set and the call is logged.
+
+use crate::error::{ApiError, json_response};
+use crate::operations::{self, Access, Operation, Routing};
+use crate::request_log::{source_of, stored_body};
+use crate::state::{AppState, Caller, RequestContext};
+use poem::http::{HeaderValue, Method, StatusCode, Uri, header};
+use poem::{Endpoint, IntoResponse, Request, Response};
+use schema::model::{KeyStatus, Permission, RiskState};
+use schema::store::{auth, request_logs::RequestLog};
+use std::time::Instant;
+use uuid::Uuid;
+
+/// The versioned base every route is also served under.
+pub const VERSION_PREFIX: &str = "/api/v1";
+
+/// Wraps the routes.
+pub struct Gateway<E> {
+    pub inner: E,
+    pub state: AppState,
+}
+
+/// The bucket after a request.
+#[derive(Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+}
+
+/// What the log needs from an authenticated request.
+struct Credential {
+    team_id: Uuid,
+    key_id: Uuid,
+}
+
+struct Handled {
+    response: Response,
+    bucket: Option<Bucket>,
+    credential: Option<Credential>,
+    operation: Option<&'static Operation>,
+    request_body: Option<serde_json::Value>,
+}
+
+impl<E: Endpoint> Endpoint for Gateway<E> {
+    type Output = Response;
+
+    async fn call(&self, req: Request) -> poem::Result<Response> {
+        let started = Instant::now();
+        let log_id = schema::ids::new_id();
+        let request_id = log_id.to_string();
+        let method = req.method().clone();
+        let requested_path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+        let user_agent = req.header(header::USER_AGENT).unwrap_or_default().to_string();
+
+        let handled = self.handle(req, log_id, &request_id).await;
+        let Handled { mut response, bucket, credential, operation, request_body } = handled;
+        self.set_rate_headers(&mut response, bucket);
+        if let Ok(value) = HeaderValue::from_str(&request_id) {
+            response.headers_mut().insert("x-request-id", value);
+        }
+
+        if let Some(credential) = credential {
+            let status = response.status();
+            let keep_response = method != Method::GET || !status.is_success();
+            let response_body = if keep_response {
+                let bytes = response.take_body().into_bytes().await.unwrap_or_default();
+                let stored = stored_body(&bytes, false);
+                response.set_body(bytes);
+                stored
+            } else {
+                None
+            };
+            let endpoint = operation.map(|o| o.path.to_string()).unwrap_or_else(|| normalize(&requested_path).0);
+            self.state
+                .logs
+                .write(RequestLog {
+                    id: log_id,
+                    team_id: credential.team_id,
+                    created_at: chrono::Utc::now(),
+                    endpoint,
+                    path: requested_path,
+                    method: method.to_string(),
+                    response_status: status.as_u16() as i16,
+                    source: source_of(&user_agent),
+                    user_agent,
+                    request_id,
+                    latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
+                    api_key_id: Some(credential.key_id),
+                    email_id: None,
+                    request_body,
+                    response_body,
+                })
+                .await;
+        }
+        Ok(response)
+    }
+}
+
+impl<E: Endpoint> Gateway<E> {
+    async fn handle(&self, mut req: Request, log_id: Uuid, request_id: &str) -> Handled {
+        let mut handled =
+            Handled { response: Response::default(), bucket: None, credential: None, operation: None, request_body: None };
+        let answer = |mut handled: Handled, error: ApiError| {
+            handled.response = error.as_response_with_id(request_id);
+            handled
+        };
+
+        if req.header(header::USER_AGENT).is_none_or(|ua| ua.trim().is_empty()) {
+            let mut error = ApiError::new(StatusCode::FORBIDDEN, "validation_error", "The `User-Agent` header is required.");
+            error.code = Some(1010);
+            return answer(handled, error);
+        }
+
+        let (path, query) = normalize(req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+        let routing = if operations::UNLISTED_PUBLIC_PATHS.contains(&path.as_str()) && req.method() == Method::GET {
+            None
+        } else {
+            Some(operations::route(req.method(), &path))
+        };
+        let operation = match routing {
+            Some(Routing::Found(operation)) => Some(operation),
+            _ => None,
+        };
+        handled.operation = operation;
+        let needs_key = operation.is_some_and(|o| o.access != Access::Public);
+        let bearer = bearer_token(&req);
+
+        if needs_key || (routing.is_some() && operation.is_none() && bearer.is_some()) {
+            let Some(token) = bearer else {
+                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
+            };
+            let lookup = match self.authenticate(&token, log_id).await {
+                Ok(lookup) => lookup,
+                Err(error) => {
+                    tracing::error!(%error, request_id, "authenticating a request failed");
+                    return answer(handled, ApiError::internal(request_id));
+                }
+            };
+            let Some(key) = lookup else {
+                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
+            };
+            handled.credential = Some(Credential { team_id: key.team_id, key_id: key.key_id });
+            if key.status == KeyStatus::Revoked {
+                return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
+            }
+            if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
+                return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
+            }
+            let tokens = key.tokens.unwrap_or_default();
+            handled.bucket = Some(Bucket { tokens });
+            if key.allowed != Some(true) {
+                let wait = ((1.0 - tokens) / self.state.config.rate_limit_refill).ceil().max(1.0) as u64;
+                let mut response = ApiError::new(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    "rate_limit_exceeded",
+                    "Too many requests. You can only make 10 requests per second. Slow down or ask the operator to raise the limit.",
+                )
+                .as_response_with_id(request_id);
+                response.headers_mut().insert("retry-after", HeaderValue::from(wait));
+                handled.response = response;
+                return handled;
+            }
+            let Some(operation) = operation else {
+                return answer(handled, routing_error(routing));
+            };
+            if operation.access == Access::FullAccess && key.permission == Permission::SendingAccess {
+                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
+            }
+            req.extensions_mut().insert(Caller {
+                team_id: key.team_id,
+                key_id: key.key_id,
+                permission: key.permission,
+                domain_id: key.domain_id,
+                inbox_access: key.inbox_access,
+            });
+        } else if routing.is_some() && operation.is_none() {
+            return answer(handled, routing_error(routing));
+        }
+        req.extensions_mut().insert(RequestContext { request_id: request_id.to_string(), operation });
+
+        // Hand the route its canonical path (no version prefix, no trailing slash), and a JSON
+        // body even when the client sent none.
+        let canonical = match query {
+            Some(query) => format!("{path}?{query}"),
+            None => path.clone(),
+        };
+        if let Ok(uri) = canonical.parse::<Uri>() {
+            *req.uri_mut() = uri;
+        }
+        if matches!(*req.method(), Method::POST | Method::PATCH | Method::PUT | Method::DELETE) {
+            let bytes = req.take_body().into_bytes().await.unwrap_or_default();
+            if handled.credential.is_some() {
+                handled.request_body = stored_body(&bytes, operation.is_some_and(|o| o.carries_send_content));
+            }
+            req.set_body(bytes);
+        }
+
+        handled.response = match self.inner.call(req).await {
+            Ok(output) => output.into_response(),
+            Err(error) => error_response(error, request_id),
+        };
+        handled
+    }
+
+    async fn authenticate(&self, token: &str, log_id: Uuid) -> sqlx::Result<Option<auth::KeyLookup>> {
+        let mut conn = self.state.relaxed.acquire().await?;
+        let config = &self.state.config;
+        auth::authenticate(
+            &mut conn,
+            &schema::secret::hash(token),
+            log_id,
+            config.rate_limit_capacity as f64,
+            config.rate_limit_refill,
+        )
+        .await
+    }
+
+    fn set_rate_headers(&self, response: &mut Response, bucket: Option<Bucket>) {
+        let capacity = self.state.config.rate_limit_capacity as f64;
+        let tokens = bucket.map_or(capacity, |b| b.tokens.clamp(0.0, capacity));
+        let reset = ((capacity - tokens) / self.state.config.rate_limit_refill).ceil() as u64;
+        let headers = response.headers_mut();
+        headers.insert("ratelimit-limit", HeaderValue::from(capacity as u64));
+        headers.insert("ratelimit-remaining", HeaderValue::from(tokens.floor() as u64));
+        headers.insert("ratelimit-reset", HeaderValue::from(reset));
+    }
+}
+
+fn routing_error(routing: Option<Routing>) -> ApiError {
+    match routing {
+        Some(Routing::WrongMethod) => {
+            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "Method is not allowed for the requested path.")
+        }
+        _ => ApiError::new(StatusCode::NOT_FOUND, "not_found", "The requested endpoint could not be found."),
+    }
+}
+
+/// The token of `Authorization: Bearer <token>`, if the header is usable.
+fn bearer_token(req: &Request) -> Option<String> {
+    let value = req.header(header::AUTHORIZATION)?.trim();
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_string())
+}
+
+/// Strips the `/api/v1` base and a trailing slash; returns the path and the query.
+fn normalize(path_and_query: &str) -> (String, Option<String>) {
+    let (path, query) = match path_and_query.split_once('?') {
+        Some((path, query)) => (path, Some(query.to_string())),
+        None => (path_and_query, None),
+    };
+    let path = match path.strip_prefix(VERSION_PREFIX) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest,
+        _ => path,
+    };
+    let path = path.trim_end_matches('/');
+    (if path.is_empty() { "/".to_string() } else { path.to_string() }, query)
+}
+
+/// Turns any error a route produced into the public JSON error.
+pub fn error_response(error: poem::Error, request_id: &str) -> Response {
+    use poem_openapi::error::{ContentTypeError, ParseParamError, ParsePathError, ParseRequestPayloadError};
+    let api_error = if let Some(api) = error.downcast_ref::<ApiError>() {
+        api.clone()
+    } else if let Some(param) = error.downcast_ref::<ParseParamError>() {
+        if param.reason.contains("expects an input value") {
+            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing_required_parameter", format!("Missing `{}` parameter.", param.name))
+                .with_error(param.name, "is required")
+        } else {
+            ApiError::invalid_parameter(param.name, param.reason.clone())
+        }
+    } else if let Some(path) = error.downcast_ref::<ParsePathError>() {
+        ApiError::invalid_parameter(path.name, path.reason.clone())
+    } else if let Some(payload) = error.downcast_ref::<ParseRequestPayloadError>() {
+        ApiError::new(StatusCode::BAD_REQUEST, "validation_error", payload.reason.clone())
+    } else if error.downcast_ref::<ContentTypeError>().is_some() {
+        ApiError::new(StatusCode::BAD_REQUEST, "validation_error", error.to_string())
+    } else {
+        match error.status() {
+            StatusCode::NOT_FOUND => routing_error(Some(Routing::NotFound)),
+            StatusCode::METHOD_NOT_ALLOWED => routing_error(Some(Routing::WrongMethod)),
+            status if status.is_server_error() => {
+                tracing::error!(error = %error, request_id, "request failed");
+                ApiError::internal(request_id)
+            }
+            status => ApiError::new(status, "validation_error", error.to_string()),
+        }
+    };
+    api_error.as_response_with_id(request_id)
+}
+
+impl ApiError {
+    /// The response, with a 500's message naming the request id.
+    pub fn as_response_with_id(&self, request_id: &str) -> Response {
+        if self.status.is_server_error() && self.name == "application_error" {
+            json_response(self.status, &ApiError::internal(request_id).body())
+        } else {
+            json_response(self.status, &self.body())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_version_base_and_trailing_slashes_are_stripped() {
+        assert_eq!(normalize("/api/v1/api-keys/?limit=2"), ("/api-keys".into(), Some("limit=2".into())));
+        assert_eq!(normalize("/api/v1"), ("/".into(), None));
+        assert_eq!(normalize("/api/v10/x"), ("/api/v10/x".into(), None));
+    }
+}

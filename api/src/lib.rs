@@ -1,0 +1,16 @@
+//! Herald's API: the `herald` binary's CLI, configuration, the gateway (auth, rate limit,
+//! errors, request logs), idempotency, and one module of routes per resource.
+
+pub mod app;
+pub mod body;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod gateway;
+pub mod idempotency;
+pub mod openapi_doc;
+pub mod operations;
+pub mod paging;
+pub mod request_log;
+pub mod routes;
+pub mod state;

@@ -1,0 +1,157 @@
+//! The operation table: every route's id, method, path, least credential and OAuth scope.
+//! The gateway authorizes each request from it, and the OpenAPI document's `x-svc-*`
+//! annotations are written from it, so the two cannot disagree.
+
+use poem::http::Method;
+
+/// The least credential an operation needs (`x-svc-permission`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// No credential (health, readiness, OAuth endpoints).
+    Public,
+    /// Any API key, `sending_access` included.
+    SendingAccess,
+    /// A `full_access` API key.
+    FullAccess,
+    /// A dashboard session only.
+    Session,
+    /// No key or session reaches it (OAuth access token only).
+    TokenOnly,
+}
+
+impl Access {
+    /// The `x-svc-permission` value (`None` is JSON null).
+    pub fn annotation(self) -> Option<&'static str> {
+        match self {
+            Access::Public => Some("none"),
+            Access::SendingAccess => Some("sending_access"),
+            Access::FullAccess => Some("full_access"),
+            Access::Session => Some("session"),
+            Access::TokenOnly => None,
+        }
+    }
+}
+
+/// One API operation.
+#[derive(Debug, Clone)]
+pub struct Operation {
+    pub id: &'static str,
+    pub method: Method,
+    pub path: &'static str,
+    pub access: Access,
+    /// OAuth scope a token needs, or `None` when no scope reaches it.
+    pub scope: Option<&'static str>,
+    /// Inbox access level on `/inbox` operations.
+    pub inbox_access: Option<&'static str>,
+    /// Whether the request carries a send's content (logged as size and digest).
+    pub carries_send_content: bool,
+}
+
+const fn op(id: &'static str, method: Method, path: &'static str, access: Access) -> Operation {
+    Operation { id, method, path, access, scope: None, inbox_access: None, carries_send_content: false }
+}
+
+/// Every operation Herald serves.
+pub static OPERATIONS: &[Operation] = &[
+    op("get-health", Method::GET, "/health", Access::Public),
+    op("get-ready", Method::GET, "/ready", Access::Public),
+    op("create-api-key", Method::POST, "/api-keys", Access::FullAccess),
+    op("list-api-keys", Method::GET, "/api-keys", Access::FullAccess),
+    op("update-api-key", Method::PATCH, "/api-keys/{api_key_id}", Access::FullAccess),
+    op("delete-api-key", Method::DELETE, "/api-keys/{api_key_id}", Access::FullAccess),
+    op("list-logs", Method::GET, "/logs", Access::FullAccess),
+    op("get-log", Method::GET, "/logs/{log_id}", Access::FullAccess),
+];
+
+/// Paths served outside the table (the machine-readable description itself).
+pub const UNLISTED_PUBLIC_PATHS: &[&str] = &["/openapi.json"];
+
+/// What the router table says about a request.
+#[derive(Debug, Clone, Copy)]
+pub enum Routing {
+    Found(&'static Operation),
+    /// The path exists, the method does not.
+    WrongMethod,
+    NotFound,
+}
+
+/// Finds the operation for a method and path (without the `/api/v1` prefix). Literal segments
+/// win over `{parameters}`, so `/domains/claim` beats `/domains/{id}`.
+pub fn route(method: &Method, path: &str) -> Routing {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let mut best: Option<(&'static Operation, usize)> = None;
+    let mut path_known = false;
+    for operation in OPERATIONS {
+        let Some(literals) = match_path(operation.path, &segments) else { continue };
+        path_known = true;
+        if operation.method == method && best.is_none_or(|(_, score)| literals > score) {
+            best = Some((operation, literals));
+        }
+    }
+    match (best, path_known) {
+        (Some((operation, _)), _) => Routing::Found(operation),
+        (None, true) => Routing::WrongMethod,
+        (None, false) => Routing::NotFound,
+    }
+}
+
+/// `Some(number of literal segments)` when `template` matches `segments`.
+fn match_path(template: &str, segments: &[&str]) -> Option<usize> {
+    let parts: Vec<&str> = template.split('/').skip(1).collect();
+    if parts.len() != segments.len() {
+        return None;
+    }
+    let mut literals = 0;
+    for (part, segment) in parts.iter().zip(segments) {
+        if part.starts_with('{') {
+            if segment.is_empty() {
+                return None;
+            }
+        } else if part == segment {
+            literals += 1;
+        } else {
+            return None;
+        }
+    }
+    Some(literals)
+}
+
+/// The operation with this id.
+pub fn by_id(id: &str) -> Option<&'static Operation> {
+    OPERATIONS.iter().find(|operation| operation.id == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_with_an_id_routes_to_its_operation() {
+        let Routing::Found(operation) = route(&Method::PATCH, "/api-keys/123") else { panic!("not found") };
+        assert_eq!(operation.id, "update-api-key");
+    }
+
+    #[test]
+    fn a_known_path_with_another_method_is_a_wrong_method() {
+        assert!(matches!(route(&Method::PUT, "/api-keys"), Routing::WrongMethod));
+    }
+
+    #[test]
+    fn an_unknown_path_is_not_found() {
+        assert!(matches!(route(&Method::GET, "/nothing/here"), Routing::NotFound));
+        assert!(matches!(route(&Method::GET, "/api-keys/1/2"), Routing::NotFound));
+    }
+
+    #[test]
+    fn a_trailing_slash_is_the_same_route() {
+        assert!(matches!(route(&Method::GET, "/api-keys/"), Routing::Found(_)));
+    }
+
+    #[test]
+    fn operation_ids_are_unique() {
+        let mut ids: Vec<_> = OPERATIONS.iter().map(|o| o.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), OPERATIONS.len());
+    }
+}

@@ -1,0 +1,194 @@
+//! Request logs: what is kept of a call, and the writer that batches them off the request path.
+//! A handler never waits for a log insert; a graceful shutdown flushes every queued log.
+
+use schema::store::request_logs::{self, RequestLog};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Most logs written in one statement.
+const BATCH: usize = 500;
+/// Logs queued before callers wait for the writer (back-pressure instead of loss).
+const QUEUE: usize = 20_000;
+
+/// Hands logs to the background writer.
+#[derive(Clone)]
+pub struct LogWriter {
+    sender: mpsc::Sender<RequestLog>,
+}
+
+/// The background writer; `close` flushes and waits.
+pub struct LogWriterTask {
+    handle: JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl LogWriter {
+    /// Starts the writer on `pool`.
+    pub fn start(pool: PgPool) -> (Self, LogWriterTask) {
+        let (sender, receiver) = mpsc::channel(QUEUE);
+        let (stop, stopped) = tokio::sync::oneshot::channel();
+        let handle = tokio::spawn(write_batches(pool, receiver, stopped));
+        (Self { sender }, LogWriterTask { handle, stop })
+    }
+
+    /// Queues one log.
+    pub async fn write(&self, log: RequestLog) {
+        if self.sender.send(log).await.is_err() {
+            tracing::error!("request log writer has stopped; a log was not written");
+        }
+    }
+}
+
+impl LogWriterTask {
+    /// Stops taking logs, writes every queued one, and waits for that.
+    pub async fn close(self) {
+        let _ = self.stop.send(());
+        let _ = self.handle.await;
+    }
+}
+
+async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<RequestLog>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+    // Whatever queued while the previous batch was written goes in the next one, so batches
+    // grow with load and a quiet server writes each log at once.
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut stopping = false;
+    loop {
+        tokio::select! {
+            _ = &mut stop, if !stopping => {
+                // Take no new logs; what is queued is still received below.
+                stopping = true;
+                receiver.close();
+            }
+            received = receiver.recv_many(&mut batch, BATCH) => {
+                if received == 0 {
+                    return;
+                }
+                insert_with_retry(&pool, &batch).await;
+                batch.clear();
+            }
+        }
+    }
+}
+
+async fn insert_with_retry(pool: &PgPool, batch: &[RequestLog]) {
+    for attempt in 1..=5 {
+        let result = async {
+            let mut conn = pool.acquire().await?;
+            request_logs::insert_batch(&mut conn, batch).await
+        }
+        .await;
+        match result {
+            Ok(()) => return,
+            Err(error) => {
+                tracing::warn!(%error, attempt, rows = batch.len(), "writing request logs failed");
+                tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
+            }
+        }
+    }
+    tracing::error!(rows = batch.len(), "request logs dropped after five failed writes");
+}
+
+/// The `source` of a call, read from its User-Agent: `herald-dashboard/…` is `dashboard`;
+/// `herald-<name>/…`, `herald-<name>:…`, `resend-<name>…` (the SDKs' own agents) are
+/// `sdk:<name>`; anything else is `api`.
+pub fn source_of(user_agent: &str) -> String {
+    let product = user_agent
+        .split(|c: char| c == '/' || c == ':' || c.is_whitespace())
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if product == "herald-dashboard" {
+        return "dashboard".into();
+    }
+    for vendor in ["herald-", "resend-"] {
+        if let Some(name) = product.strip_prefix(vendor).filter(|name| !name.is_empty()) {
+            return format!("sdk:{name}");
+        }
+    }
+    "api".into()
+}
+
+/// What is stored of a body: nothing when it names a password, token, secret or key anywhere;
+/// for a send, content fields replaced by `{ size, sha256 }`; otherwise the JSON as sent.
+pub fn stored_body(raw: &[u8], carries_send_content: bool) -> Option<Value> {
+    if raw.is_empty() {
+        return None;
+    }
+    let Ok(mut value) = serde_json::from_slice::<Value>(raw) else {
+        return Some(json!({ "unparsed": { "size": raw.len(), "sha256": schema::secret::digest_hex(raw) } }));
+    };
+    if names_a_secret(&value) {
+        return None;
+    }
+    if carries_send_content {
+        measure_content(&mut value);
+    }
+    Some(value)
+}
+
+fn names_a_secret(value: &Value) -> bool {
+    match value {
+        Value::Object(map) => map.iter().any(|(name, inner)| {
+            let name = name.to_ascii_lowercase();
+            ["password", "token", "secret", "key"].iter().any(|word| name.contains(word)) || names_a_secret(inner)
+        }),
+        Value::Array(items) => items.iter().any(names_a_secret),
+        _ => false,
+    }
+}
+
+/// Fields of a send that carry its content.
+const CONTENT_FIELDS: &[&str] = &["html", "text", "content", "react"];
+
+fn measure_content(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (name, inner) in map.iter_mut() {
+                if CONTENT_FIELDS.contains(&name.as_str()) && inner.is_string() {
+                    let text = inner.as_str().unwrap_or_default();
+                    *inner = json!({ "size": text.len(), "sha256": schema::secret::digest_hex(text.as_bytes()) });
+                } else {
+                    measure_content(inner);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(measure_content),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_read_from_the_user_agent() {
+        assert_eq!(source_of("curl/8.5.0"), "api");
+        assert_eq!(source_of("herald-dashboard/1.0"), "dashboard");
+        assert_eq!(source_of("herald-node:4.1.0"), "sdk:node");
+        assert_eq!(source_of("resend-python/2.0"), "sdk:python");
+        assert_eq!(source_of("herald-"), "api");
+    }
+
+    #[test]
+    fn a_body_naming_a_token_is_dropped_whole() {
+        assert_eq!(stored_body(br#"{"object":"api_key","id":"1","token":"rk_x"}"#, false), None);
+        assert_eq!(stored_body(br#"{"user":{"password":"p"}}"#, false), None);
+    }
+
+    #[test]
+    fn a_sends_content_is_replaced_by_its_size_and_digest() {
+        let stored = stored_body(br#"{"to":["a@b.c"],"html":"<p>hi</p>"}"#, true).unwrap();
+        assert_eq!(stored["to"], json!(["a@b.c"]));
+        assert_eq!(stored["html"]["size"], 9);
+        assert_eq!(stored["html"]["sha256"].as_str().unwrap().len(), 64);
+    }
+
+    #[test]
+    fn an_ordinary_body_is_kept_as_sent() {
+        assert_eq!(stored_body(br#"{"name":"Prod"}"#, false), Some(json!({"name":"Prod"})));
+    }
+}

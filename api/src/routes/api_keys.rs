@@ -1,0 +1,289 @@
+//! API keys: create (the token is shown once), list, rename, revoke.
+
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::paging::{page_request, search_text};
+use crate::routes::{Deleted, Tag, Updated};
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::types::MaybeUndefined;
+use poem_openapi::{ApiResponse, Enum, Object};
+use schema::model::{InboxAccess, KeyStatus, Permission};
+use schema::store::api_keys::{self, ListFilter, NewApiKey, StatusFilter};
+use serde::Deserialize;
+use uuid::Uuid;
+
+pub struct ApiKeysApi;
+
+/// Longest key name.
+const MAX_NAME: usize = 255;
+
+/// Body of `POST /api-keys`.
+#[derive(Object, Deserialize)]
+pub struct CreateApiKey {
+    /// Name of the key, up to 255 characters.
+    pub name: String,
+    /// `full_access` (default) or `sending_access`; fixed at creation.
+    pub permission: Option<Permission>,
+    /// Pins a `sending_access` key to one verified domain; fixed at creation.
+    pub domain_id: Option<String>,
+    /// Inbox access; above `none` needs a team admin signed in to the dashboard.
+    pub inbox_access: Option<InboxAccess>,
+    /// Channels the key's Inbox access is limited to; needs a team admin.
+    pub inbox_channel_ids: Option<Vec<String>>,
+}
+
+/// The new key. The token is never shown again.
+#[derive(Object)]
+pub struct CreatedApiKey {
+    /// The key's id.
+    pub id: String,
+    /// The bearer token, starting `rk_`.
+    pub token: String,
+}
+
+#[derive(ApiResponse)]
+pub enum CreateResponse {
+    /// The key was created.
+    #[oai(status = 201)]
+    Created(Json<CreatedApiKey>),
+}
+
+/// Body of `PATCH /api-keys/{api_key_id}`.
+#[derive(Object, Deserialize)]
+pub struct UpdateApiKey {
+    /// New name, up to 255 characters.
+    pub name: Option<String>,
+    /// Lowering to `none` clears the channel limit; raising needs a signed-in team admin.
+    pub inbox_access: Option<InboxAccess>,
+    /// Any change needs a signed-in team admin; null lifts the limit.
+    #[serde(default)]
+    pub inbox_channel_ids: MaybeUndefined<Vec<String>>,
+    /// Cannot change; accepted when equal to the key's own.
+    pub permission: Option<Permission>,
+    /// Cannot change; accepted when equal to the key's own.
+    #[serde(default)]
+    pub domain_id: MaybeUndefined<String>,
+}
+
+/// An API key (never its token).
+#[derive(Object)]
+pub struct ApiKeyItem {
+    pub id: String,
+    /// Name of the key.
+    pub name: String,
+    pub created_at: DateTime<Utc>,
+    /// Last authenticated use, refreshed at most once a minute.
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub permission: Permission,
+    /// The domain a `sending_access` key is pinned to.
+    pub domain_id: Option<String>,
+    /// Leading characters of the token.
+    pub key_prefix: String,
+    pub status: KeyStatus,
+    /// The request log of the last use.
+    pub last_used_request_log_id: Option<String>,
+    pub inbox_access: InboxAccess,
+    /// Channels the Inbox access is limited to; null means every open unrestricted channel.
+    pub inbox_channel_ids: Option<Vec<String>>,
+}
+
+/// A page of API keys.
+#[derive(Object)]
+pub struct ApiKeyList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<ApiKeyItem>,
+}
+
+/// Which keys to list by status.
+#[derive(Enum, Clone, Copy)]
+#[oai(rename_all = "snake_case")]
+pub enum StatusQuery {
+    /// Every key that is not revoked, suspended ones included (default).
+    Active,
+    /// Revoked keys only.
+    Revoked,
+    /// Every key.
+    All,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::ApiKeys")]
+impl ApiKeysApi {
+    /// Create an API key. The token is returned only in this response.
+    #[oai(path = "/api-keys", method = "post", operation_id = "create-api-key")]
+    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateApiKey>) -> ApiResult<CreateResponse> {
+        let body = body.0;
+        let name = key_name(&body.name)?;
+        let permission = body.permission.unwrap_or(Permission::FullAccess);
+        let domain_id = match (&body.domain_id, permission) {
+            (None, _) => None,
+            (Some(_), Permission::FullAccess) => {
+                return Err(ApiError::invalid_field("domain_id", "only a `sending_access` key can be pinned to a domain"));
+            }
+            (Some(raw), Permission::SendingAccess) => {
+                Some(schema::ids::parse_id(raw).ok_or_else(|| ApiError::invalid_field("domain_id", "must be a domain id"))?)
+            }
+        };
+        if body.inbox_access.is_some_and(|access| access != InboxAccess::None) || body.inbox_channel_ids.is_some() {
+            return Err(needs_admin());
+        }
+        if domain_id.is_some() {
+            // Sending domains arrive with the domains resource; until then no id names one.
+            return Err(ApiError::not_found("Domain"));
+        }
+
+        let token = schema::secret::mint("rk_");
+        let id = schema::ids::new_id();
+        let mut conn = state.pool.acquire().await?;
+        api_keys::insert(
+            &mut conn,
+            &NewApiKey {
+                id,
+                team_id: caller.team_id,
+                name: &name,
+                permission,
+                domain_id,
+                token_hash: &token.hash,
+                key_prefix: &token.prefix,
+            },
+        )
+        .await?;
+        Ok(CreateResponse::Created(Json(CreatedApiKey { id: id.to_string(), token: token.plaintext })))
+    }
+
+    /// List the team's API keys, newest first.
+    #[oai(path = "/api-keys", method = "get", operation_id = "list-api-keys")]
+    #[allow(clippy::too_many_arguments)]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<String>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<String>>,
+        /// `active` (default), `revoked` or `all`.
+        status: Query<Option<StatusQuery>>,
+        /// Case-insensitive substring of the name; `%` and `_` match literally.
+        search: Query<Option<String>>,
+        /// Only keys with this permission.
+        permission: Query<Option<Permission>>,
+        /// Only keys with this Inbox access.
+        inbox_access: Query<Option<InboxAccess>>,
+    ) -> ApiResult<Json<ApiKeyList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let filter = ListFilter {
+            status: match status.0.unwrap_or(StatusQuery::Active) {
+                StatusQuery::Active => StatusFilter::Active,
+                StatusQuery::Revoked => StatusFilter::Revoked,
+                StatusQuery::All => StatusFilter::All,
+            },
+            search: search_text(search.0, MAX_NAME)?,
+            permission: permission.0,
+            inbox_access: inbox_access.0,
+        };
+        let mut conn = state.pool.acquire().await?;
+        let page = api_keys::list(&mut conn, caller.team_id, &filter, &page).await?;
+        Ok(Json(ApiKeyList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(item).collect() }))
+    }
+
+    /// Rename a key or lower its Inbox access. A revoked key is 404.
+    #[oai(path = "/api-keys/:api_key_id", method = "patch", operation_id = "update-api-key")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// The key's id.
+        api_key_id: Path<String>,
+        body: Body<UpdateApiKey>,
+    ) -> ApiResult<Json<Updated>> {
+        let body = body.0;
+        let id = schema::ids::parse_id(&api_key_id.0).ok_or_else(|| ApiError::not_found("API key"))?;
+        let name = body.name.as_deref().map(key_name).transpose()?;
+        if !body.inbox_channel_ids.is_undefined() {
+            return Err(needs_admin());
+        }
+
+        let mut tx = state.pool.begin().await?;
+        let key = api_keys::get(&mut tx, caller.team_id, id)
+            .await?
+            .filter(|key| key.status != KeyStatus::Revoked)
+            .ok_or_else(|| ApiError::not_found("API key"))?;
+        if body.inbox_access.is_some_and(|access| access > key.inbox_access) {
+            return Err(needs_admin());
+        }
+        if body.permission.is_some_and(|permission| permission != key.permission) {
+            return Err(ApiError::invalid_field("permission", "is fixed at creation"));
+        }
+        let pinned = key.domain_id.map(|d| d.to_string());
+        if !body.domain_id.is_undefined() && body.domain_id.as_opt_ref() != Some(pinned.as_ref()) {
+            return Err(ApiError::invalid_field("domain_id", "is fixed at creation"));
+        }
+        api_keys::update(&mut tx, caller.team_id, id, name.as_deref(), body.inbox_access)
+            .await?
+            .ok_or_else(|| ApiError::not_found("API key"))?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "api_key".into(), id: id.to_string() }))
+    }
+
+    /// Revoke a key. Its row is kept; it answers `403 restricted_api_key` from the next request.
+    #[oai(path = "/api-keys/:api_key_id", method = "delete", operation_id = "delete-api-key")]
+    async fn delete(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// The key's id.
+        api_key_id: Path<String>,
+    ) -> ApiResult<Json<Deleted>> {
+        let id = schema::ids::parse_id(&api_key_id.0).ok_or_else(|| ApiError::not_found("API key"))?;
+        let mut conn = state.pool.acquire().await?;
+        if !api_keys::revoke(&mut conn, caller.team_id, id).await? {
+            return Err(ApiError::not_found("API key"));
+        }
+        Ok(Json(Deleted { object: "api_key".into(), id: id.to_string(), deleted: true }))
+    }
+}
+
+/// A key name: trimmed, 1 to 255 characters.
+fn key_name(raw: &str) -> ApiResult<String> {
+    let name = raw.trim();
+    if name.is_empty() {
+        return Err(ApiError::invalid_field("name", "must not be blank"));
+    }
+    if name.chars().count() > MAX_NAME {
+        return Err(ApiError::invalid_field("name", "must be at most 255 characters"));
+    }
+    Ok(name.to_string())
+}
+
+fn needs_admin() -> ApiError {
+    ApiError::new(
+        StatusCode::FORBIDDEN,
+        "invalid_permission",
+        "Raising Inbox access or changing its channels needs a team admin signed in to the dashboard.",
+    )
+}
+
+fn item(key: api_keys::ApiKey) -> ApiKeyItem {
+    ApiKeyItem {
+        id: key.id.to_string(),
+        name: key.name,
+        created_at: key.created_at,
+        last_used_at: key.last_used_at,
+        permission: key.permission,
+        domain_id: key.domain_id.map(|d| d.to_string()),
+        key_prefix: key.key_prefix,
+        status: key.status,
+        last_used_request_log_id: key.last_used_request_log_id.map(|d| d.to_string()),
+        inbox_access: key.inbox_access,
+        inbox_channel_ids: key.inbox_channel_ids.map(|ids| ids.iter().map(Uuid::to_string).collect()),
+    }
+}

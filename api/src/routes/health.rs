@@ -1,0 +1,113 @@
+//! Liveness and readiness, unauthenticated.
+
+use crate::routes::Tag;
+use crate::state::AppState;
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object};
+use std::time::{Duration, Instant};
+
+pub struct HealthApi;
+
+/// The process is up.
+#[derive(Object)]
+pub struct Health {
+    /// Always `ok`.
+    pub status: String,
+    /// Herald's version.
+    pub version: String,
+    /// The deployment name (`HERALD_ENV`).
+    pub env: String,
+}
+
+/// One readiness check.
+#[derive(Object)]
+pub struct Check {
+    /// `database` or `workers`.
+    pub name: String,
+    /// Whether it passed.
+    pub ok: bool,
+    /// How long it took.
+    #[oai(rename = "durationMs")]
+    pub duration_ms: u64,
+    /// Why it failed.
+    pub error: Option<String>,
+}
+
+/// Whether the service can do its work.
+#[derive(Object)]
+pub struct Readiness {
+    /// `ok`, or `degraded` when a check failed.
+    pub status: String,
+    pub version: String,
+    pub env: String,
+    /// Every check with its result.
+    pub checks: Vec<Check>,
+    /// Names of the failed checks.
+    pub failed: Vec<String>,
+}
+
+#[derive(ApiResponse)]
+pub enum ReadyResponse {
+    /// Every check passed.
+    #[oai(status = 200)]
+    Ready(Json<Readiness>),
+    /// A check failed.
+    #[oai(status = 503)]
+    Degraded(Json<Readiness>),
+}
+
+/// A check gives up after this long.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+#[poem_openapi::OpenApi(tag = "Tag::Operations")]
+impl HealthApi {
+    /// Liveness: answers while the process runs.
+    #[oai(path = "/health", method = "get", operation_id = "get-health")]
+    async fn health(&self, state: Data<&AppState>) -> Json<Health> {
+        Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into(), env: state.config.env.clone() })
+    }
+
+    /// Readiness: the database answers and at least one job worker reported in the last 15 seconds.
+    #[oai(path = "/ready", method = "get", operation_id = "get-ready")]
+    async fn ready(&self, state: Data<&AppState>) -> ReadyResponse {
+        let pool = &state.pool;
+        let database = check("database", async {
+            let mut conn = pool.acquire().await?;
+            sqlx::query("SELECT 1").execute(&mut *conn).await?;
+            Ok(())
+        })
+        .await;
+        let workers = check("workers", async {
+            let mut conn = pool.acquire().await?;
+            let live = schema::store::jobs::live_workers(&mut conn, 3.0 * jobs::runtime::HEARTBEAT.as_secs_f64()).await?;
+            anyhow::ensure!(live > 0, "no job worker has reported recently");
+            Ok(())
+        })
+        .await;
+        let checks = vec![database, workers];
+        let failed: Vec<String> = checks.iter().filter(|c| !c.ok).map(|c| c.name.clone()).collect();
+        let body = Readiness {
+            status: if failed.is_empty() { "ok" } else { "degraded" }.into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            env: state.config.env.clone(),
+            checks,
+            failed,
+        };
+        if body.failed.is_empty() { ReadyResponse::Ready(Json(body)) } else { ReadyResponse::Degraded(Json(body)) }
+    }
+}
+
+async fn check(name: &str, probe: impl Future<Output = anyhow::Result<()>>) -> Check {
+    let started = Instant::now();
+    let outcome = match tokio::time::timeout(CHECK_TIMEOUT, probe).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(anyhow::anyhow!("timed out after {CHECK_TIMEOUT:?}")),
+    };
+    Check {
+        name: name.into(),
+        ok: outcome.is_ok(),
+        duration_ms: started.elapsed().as_millis() as u64,
+        error: outcome.err().map(|e| format!("{e:#}")),
+    }
+}

@@ -1,0 +1,176 @@
+//! Request logs of the team: list with filters, and one log with its stored bodies.
+
+use crate::error::{ApiError, ApiResult};
+use crate::paging::{page_request, search_text};
+use crate::routes::Tag;
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::Object;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use schema::store::request_logs::{self, ListFilter, RequestLog};
+
+pub struct LogsApi;
+
+/// A logged call.
+#[derive(Object)]
+pub struct LogItem {
+    /// Always `log`.
+    pub object: String,
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    /// The route template, such as `/api-keys/{api_key_id}`.
+    pub endpoint: String,
+    pub method: String,
+    pub response_status: i16,
+    pub user_agent: String,
+    /// `api`, `dashboard` or `sdk:<name>`, read from the User-Agent.
+    pub source: String,
+    pub request_id: String,
+    pub latency_ms: i32,
+    pub api_key_id: Option<String>,
+    /// The email the request created, when it created one.
+    pub email_id: Option<String>,
+}
+
+/// A logged call with its stored bodies.
+#[derive(Object)]
+pub struct LogDetail {
+    #[oai(flatten)]
+    pub item: LogItem,
+    /// The path as requested, with its query.
+    pub path: String,
+    /// The request body as stored: dropped when it named a password, token, secret or key;
+    /// a send's content replaced by its size and digest.
+    pub request_body: Option<serde_json::Value>,
+    /// The response body as stored (kept for writes and failures), under the same rules.
+    pub response_body: Option<serde_json::Value>,
+}
+
+/// A page of logs.
+#[derive(Object)]
+pub struct LogList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<LogItem>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Logs")]
+impl LogsApi {
+    /// List logs, newest first. Reading logs is itself logged.
+    #[oai(path = "/logs", method = "get", operation_id = "list-logs")]
+    #[allow(clippy::too_many_arguments)]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        limit: Query<Option<i64>>,
+        /// Return logs after (older than) this log id.
+        after: Query<Option<String>>,
+        /// Return logs before (newer than) this log id.
+        before: Query<Option<String>>,
+        /// Only this response status.
+        status: Query<Option<i16>>,
+        /// Only this source: `api`, `dashboard` or `sdk:<name>`.
+        source: Query<Option<String>>,
+        /// Every source but this one.
+        exclude_source: Query<Option<String>>,
+        /// Only this exact User-Agent.
+        user_agent: Query<Option<String>>,
+        /// 1 to 200 characters, case-insensitive, against the endpoint and the requested path.
+        search: Query<Option<String>>,
+        /// ISO 8601 instant, inclusive.
+        start_date: Query<Option<String>>,
+        /// ISO 8601 instant, inclusive.
+        end_date: Query<Option<String>>,
+    ) -> ApiResult<Json<LogList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let start = start_date.0.as_deref().map(|raw| instant("start_date", raw)).transpose()?;
+        let end = end_date.0.as_deref().map(|raw| instant("end_date", raw)).transpose()?;
+        if let (Some(start), Some(end)) = (start, end)
+            && end < start
+        {
+            return Err(ApiError::invalid_parameter("end_date", "must not be before `start_date`"));
+        }
+        let filter = ListFilter {
+            status: status.0,
+            source: source.0.map(|s| source_name("source", s)).transpose()?,
+            exclude_source: exclude_source.0.map(|s| source_name("exclude_source", s)).transpose()?,
+            user_agent: user_agent.0,
+            search: search_text(search.0, 200)?,
+            start,
+            end,
+        };
+        let mut conn = state.pool.acquire().await?;
+        let page = request_logs::list(&mut conn, caller.team_id, &filter, &page).await?;
+        Ok(Json(LogList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(item).collect() }))
+    }
+
+    /// One log with its stored bodies. Another team's log is 404.
+    #[oai(path = "/logs/:log_id", method = "get", operation_id = "get-log")]
+    async fn get(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// The log's id.
+        log_id: Path<String>,
+    ) -> ApiResult<Json<LogDetail>> {
+        let id = schema::ids::parse_id(&log_id.0).ok_or_else(|| ApiError::not_found("Log"))?;
+        let mut conn = state.pool.acquire().await?;
+        let mut log = request_logs::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Log"))?;
+        let (path, request_body, response_body) = (std::mem::take(&mut log.path), log.request_body.take(), log.response_body.take());
+        Ok(Json(LogDetail { item: item(log), path, request_body, response_body }))
+    }
+}
+
+/// An ISO 8601 instant with a time and offset; a bare calendar date is refused.
+fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| ApiError::invalid_parameter(name, "must be an ISO 8601 instant such as 2026-11-21T09:00:00Z"))
+}
+
+/// `api`, `dashboard` or `sdk:<name>`.
+fn source_name(name: &str, raw: String) -> ApiResult<String> {
+    let valid = raw == "api" || raw == "dashboard" || raw.strip_prefix("sdk:").is_some_and(|n| !n.is_empty());
+    if valid { Ok(raw) } else { Err(ApiError::invalid_parameter(name, "must be `api`, `dashboard` or `sdk:<name>`")) }
+}
+
+fn item(log: RequestLog) -> LogItem {
+    LogItem {
+        object: "log".into(),
+        id: log.id.to_string(),
+        created_at: log.created_at,
+        endpoint: log.endpoint,
+        method: log.method,
+        response_status: log.response_status,
+        user_agent: log.user_agent,
+        source: log.source,
+        request_id: log.request_id,
+        latency_ms: log.latency_ms,
+        api_key_id: log.api_key_id.map(|id| id.to_string()),
+        email_id: log.email_id.map(|id| id.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_calendar_date_is_not_an_instant() {
+        assert_eq!(instant("start_date", "2026-11-21").unwrap_err().name, "invalid_parameter");
+        assert!(instant("start_date", "2026-11-21T10:00:00Z").is_ok());
+        assert!(instant("start_date", "2026-11-21T10:00:00+02:00").is_ok());
+    }
+
+    #[test]
+    fn sources_are_api_dashboard_or_an_sdk() {
+        assert!(source_name("source", "sdk:node".into()).is_ok());
+        assert!(source_name("source", "sdk:".into()).is_err());
+        assert!(source_name("source", "cli".into()).is_err());
+    }
+}

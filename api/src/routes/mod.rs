@@ -1,0 +1,46 @@
+//! One module per resource: its OpenAPI struct, request and response types and handlers.
+
+pub mod api_keys;
+pub mod health;
+pub mod logs;
+
+use poem_openapi::Tags;
+
+/// Groups of operations in the OpenAPI document.
+#[derive(Tags)]
+pub enum Tag {
+    /// Liveness and readiness.
+    Operations,
+    /// API keys of the team.
+    #[oai(rename = "API keys")]
+    ApiKeys,
+    /// Logs of every call made with the team's credentials.
+    Logs,
+}
+
+/// Every API of the service, in document order.
+pub type Apis = (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi);
+
+pub fn apis() -> Apis {
+    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi)
+}
+
+/// `{ object, id }`, the answer of an update.
+#[derive(poem_openapi::Object)]
+pub struct Updated {
+    /// The kind of object.
+    pub object: String,
+    /// Its id.
+    pub id: String,
+}
+
+/// `{ object, id, deleted: true }`, the answer of a delete.
+#[derive(poem_openapi::Object)]
+pub struct Deleted {
+    /// The kind of object.
+    pub object: String,
+    /// Its id.
+    pub id: String,
+    /// Always true.
+    pub deleted: bool,
+}

@@ -1,0 +1,36 @@
+//! What every handler can reach.
+
+use crate::config::Config;
+use crate::operations::Operation;
+use crate::request_log::LogWriter;
+use schema::model::{InboxAccess, Permission};
+use sqlx::PgPool;
+use uuid::Uuid;
+
+/// Shared application state.
+#[derive(Clone)]
+pub struct AppState {
+    /// The main pool: every durable write.
+    pub pool: PgPool,
+    /// Bookkeeping whose loss in a crash is harmless (rate-limit buckets, `last_used_at`).
+    pub relaxed: PgPool,
+    pub config: Config,
+    pub logs: LogWriter,
+}
+
+/// The authenticated caller of a request, placed in the request by the gateway.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub team_id: Uuid,
+    pub key_id: Uuid,
+    pub permission: Permission,
+    pub domain_id: Option<Uuid>,
+    pub inbox_access: InboxAccess,
+}
+
+/// Facts about every request, authenticated or not.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    pub request_id: String,
+    pub operation: Option<&'static Operation>,
+}

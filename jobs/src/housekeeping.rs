@@ -1,0 +1,45 @@
+//! Housekeeping: request logs past their team's plan retention and idempotency records past
+//! their 24-hour replay window are deleted.
+
+use apalis::prelude::{Attempt, BoxDynError, Data};
+use apalis_postgres::PgTaskId;
+use schema::jobs::Housekeeping;
+use schema::store::{idempotency, request_logs};
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+/// Rows deleted per statement, so one run never holds a long lock.
+const BATCH: i64 = 5_000;
+
+/// What a run removed (kept as the job's result).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Report {
+    pub request_logs: u64,
+    pub idempotency_records: u64,
+}
+
+/// The job handler.
+pub async fn handle(_job: Housekeeping, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<Report, BoxDynError> {
+    match purge(&pool).await {
+        Ok(report) => {
+            tracing::info!(?report, "housekeeping done");
+            Ok(report)
+        }
+        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
+}
+
+/// Deletes everything past its retention.
+pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
+    let mut conn = pool.acquire().await?;
+    let mut report = Report::default();
+    loop {
+        let deleted = request_logs::purge_expired(&mut conn, BATCH).await?;
+        report.request_logs += deleted;
+        if deleted < BATCH as u64 {
+            break;
+        }
+    }
+    report.idempotency_records = idempotency::purge_expired(&mut conn).await?;
+    Ok(report)
+}

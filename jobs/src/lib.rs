@@ -1,0 +1,9 @@
+//! Job workers: the runtime that runs every queue under apalis, the schedule that enqueues
+//! periodic work once however many workers run, and one module per job.
+
+pub mod backoff;
+pub mod housekeeping;
+pub mod runtime;
+pub mod schedule;
+
+pub use runtime::{WorkerOptions, run};

@@ -1,0 +1,48 @@
+//! Periodic work. Every worker process ticks; the first to claim a period enqueues its job in
+//! the same transaction, so each period runs once however many workers there are.
+
+use chrono::{DateTime, DurationRound, TimeDelta, Utc};
+use schema::jobs::{Housekeeping, Job, enqueue};
+use sqlx::PgPool;
+use std::time::Duration;
+
+/// How often a worker looks for a period to start.
+pub const TICK: Duration = Duration::from_secs(30);
+
+/// The start of the period holding `now`.
+pub fn period_start(now: DateTime<Utc>, every: TimeDelta) -> DateTime<Utc> {
+    now.duration_trunc(every).unwrap_or(now)
+}
+
+/// Starts every schedule's current period that has not started yet.
+pub async fn tick(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<()> {
+    let period = period_start(now, TimeDelta::hours(1));
+    let mut tx = pool.begin().await?;
+    if schema::store::schedule::claim_tick(&mut tx, Housekeeping::QUEUE, period).await? {
+        enqueue(&mut tx, &Housekeeping { period }).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Ticks until the process stops.
+pub async fn run(pool: PgPool) {
+    let mut interval = tokio::time::interval(TICK);
+    loop {
+        interval.tick().await;
+        if let Err(error) = tick(&pool, Utc::now()).await {
+            tracing::warn!(error = format!("{error:#}"), "schedule tick failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_starts_on_the_hour() {
+        let now: DateTime<Utc> = "2026-11-21T10:42:17Z".parse().unwrap();
+        assert_eq!(period_start(now, TimeDelta::hours(1)).to_rfc3339(), "2026-11-21T10:00:00+00:00");
+    }
+}

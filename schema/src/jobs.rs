@@ -1,0 +1,68 @@
+//! Job payloads and `enqueue`: a job is committed by the caller's transaction or not at all.
+//! Jobs carry ids, not data; their handlers (in the `jobs` crate) reload state.
+
+use apalis::prelude::TaskBuilder;
+use apalis_postgres::PgTaskId as TaskId;
+use apalis_postgres::{PgTask, PostgresStorage};
+use serde::{Serialize, de::DeserializeOwned};
+use sqlx::{PgConnection, PgPool};
+use std::time::{Duration, SystemTime};
+
+/// A job type: its payload, its named queue and how many times it may run.
+pub trait Job: Serialize + DeserializeOwned + Send + Sync + Unpin + 'static {
+    /// The queue (`apalis.jobs.job_type`).
+    const QUEUE: &'static str;
+    /// Total runs before the job is left failed.
+    const MAX_ATTEMPTS: usize;
+}
+
+/// Removes request logs past their team's retention and idempotency records past 24 hours.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct Housekeeping {
+    /// The schedule period that started this run (for operators reading the queue).
+    pub period: chrono::DateTime<chrono::Utc>,
+}
+
+impl Job for Housekeeping {
+    const QUEUE: &'static str = "housekeeping";
+    const MAX_ATTEMPTS: usize = 5;
+}
+
+/// Every queue Herald runs, for operators.
+pub const QUEUES: &[&str] = &[Housekeeping::QUEUE];
+
+/// Enqueues `job` to run now, inside the caller's transaction.
+pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {
+    enqueue_at(conn, job, SystemTime::now()).await
+}
+
+/// Enqueues `job` to run at `run_at` (whole seconds), inside the caller's transaction.
+pub async fn enqueue_at<J: Job>(conn: &mut PgConnection, job: &J, run_at: SystemTime) -> Result<TaskId, EnqueueError> {
+    let payload = serde_json::to_vec(job).map_err(|e| EnqueueError(e.to_string()))?;
+    let id = TaskId::from_ulid(ulid::Ulid::generate());
+    let task: PgTask = TaskBuilder::new(payload)
+        .task_id(id.clone())
+        .max_attempts(J::MAX_ATTEMPTS)
+        .run_at_time(run_at)
+        .build();
+    apalis_postgres::queries::push_tasks(conn, J::QUEUE, vec![task])
+        .await
+        .map_err(|e| EnqueueError(e.to_string()))?;
+    Ok(id)
+}
+
+/// Enqueues `job` after `delay`.
+pub async fn enqueue_after<J: Job>(conn: &mut PgConnection, job: &J, delay: Duration) -> Result<TaskId, EnqueueError> {
+    enqueue_at(conn, job, SystemTime::now() + delay).await
+}
+
+/// Enqueueing failed (the caller's transaction should roll back).
+#[derive(Debug, thiserror::Error)]
+#[error("enqueueing a job failed: {0}")]
+pub struct EnqueueError(String);
+
+/// Creates the job queue's tables (schema `apalis`). Idempotent.
+pub async fn setup(pool: &PgPool) -> anyhow::Result<()> {
+    PostgresStorage::setup(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,51 @@
+//! The model shared by the API and the job workers: migrations, identifiers and value types,
+//! every SQL statement (in [`store`]), job payloads and [`jobs::enqueue`].
+
+pub mod ids;
+pub mod jobs;
+pub mod model;
+pub mod page;
+pub mod secret;
+pub mod store;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{ConnectOptions, PgPool};
+use std::str::FromStr;
+use std::time::Duration;
+
+pub use sqlx;
+
+/// Migrations of Herald's own tables, embedded in the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Opens the shared pool. `synchronous_commit` stays on: a committed row survives a crash.
+pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(url)?.disable_statement_logging();
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await?;
+    Ok(pool)
+}
+
+/// Opens a small pool for bookkeeping whose loss in a crash is harmless (rate-limit buckets,
+/// `last_used_at`): its commits do not wait for the WAL flush, which keeps them off the hot path.
+pub async fn connect_relaxed(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
+    let options = PgConnectOptions::from_str(url)?
+        .disable_statement_logging()
+        .options([("synchronous_commit", "off")]);
+    let pool = PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect_with(options)
+        .await?;
+    Ok(pool)
+}
+
+/// Applies Herald's migrations and the job queue's tables. Safe to run any number of times.
+pub async fn migrate(pool: &PgPool) -> anyhow::Result<()> {
+    MIGRATOR.run(pool).await?;
+    jobs::setup(pool).await?;
+    Ok(())
+}

@@ -1,0 +1,63 @@
+//! Operator views of the job queue (apalis-postgres keeps jobs in `apalis.jobs` and live workers
+//! in `apalis.workers`), and the durable backoff of a failing job.
+
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+
+/// How many jobs of a queue are in one status.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct QueueCount {
+    pub queue: String,
+    pub status: String,
+    pub count: i64,
+}
+
+/// A job that will not run again: attempts spent, or aborted.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct FailedJob {
+    pub id: String,
+    pub queue: String,
+    pub attempts: i32,
+    pub max_attempts: i32,
+    pub last_error: Option<String>,
+    pub done_at: Option<DateTime<Utc>>,
+}
+
+pub async fn counts(conn: &mut PgConnection) -> sqlx::Result<Vec<QueueCount>> {
+    sqlx::query_as(
+        "SELECT job_type AS queue, status, count(*) AS count FROM apalis.jobs GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(conn)
+    .await
+}
+
+pub async fn failed(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<FailedJob>> {
+    sqlx::query_as(
+        "SELECT id, job_type AS queue, attempts, max_attempts, last_result->>'Err' AS last_error, done_at
+         FROM apalis.jobs
+         WHERE status = 'Killed' OR (status = 'Failed' AND attempts >= max_attempts)
+         ORDER BY done_at DESC NULLS LAST LIMIT $1",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Moves a job's next run to `run_at`; the worker then reports the failure, and the queue
+/// picks the job up again no earlier than that.
+pub async fn postpone(conn: &mut PgConnection, job_id: &str, run_at: DateTime<Utc>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE apalis.jobs SET run_at = $2 WHERE id = $1")
+        .bind(job_id)
+        .bind(run_at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How many worker processes reported within `seconds`.
+pub async fn live_workers(conn: &mut PgConnection, seconds: f64) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM apalis.workers WHERE last_seen > now() - make_interval(secs => $1)")
+        .bind(seconds)
+        .fetch_one(conn)
+        .await
+}

@@ -1,0 +1,37 @@
+//! Every SQL statement Herald runs, one module per resource. Functions take a connection so the
+//! caller decides the transaction.
+
+pub mod api_keys;
+pub mod auth;
+pub mod idempotency;
+pub mod jobs;
+pub mod request_logs;
+pub mod schedule;
+pub mod teams;
+
+/// Escapes `%`, `_` and `\` so a client's search text matches literally inside `ILIKE '%…%'`.
+pub fn like_pattern(search: &str) -> String {
+    let mut escaped = String::with_capacity(search.len() + 2);
+    escaped.push('%');
+    for c in search.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped.push('%');
+    escaped
+}
+
+/// The name of the constraint a database error violated, if any.
+pub fn violated_constraint(error: &sqlx::Error) -> Option<&str> {
+    error.as_database_error().and_then(|e| e.constraint())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn search_wildcards_are_taken_literally() {
+        assert_eq!(super::like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+}

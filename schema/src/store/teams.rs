@@ -1,0 +1,70 @@
+//! Teams and their plans.
+
+use crate::model::RiskState;
+use chrono::{DateTime, Utc};
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// A team with its plan's limits.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Team {
+    pub id: Uuid,
+    pub name: String,
+    pub slug: String,
+    pub risk_state: RiskState,
+    pub plan_code: String,
+    pub plan_name: String,
+    pub included_emails: i32,
+    pub daily_cap: Option<i32>,
+    pub domain_limit: i32,
+    pub webhook_endpoint_limit: i32,
+    pub retention_days: i32,
+    pub sending_tier: i16,
+    pub sandbox_regions: Vec<String>,
+    pub sender_name: Option<String>,
+    pub postal_address: Option<serde_json::Value>,
+    pub ai_assist_enabled: bool,
+    pub brand_kit: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Inserts a team on the free plan.
+pub async fn insert(conn: &mut PgConnection, id: Uuid, name: &str, slug: &str) -> sqlx::Result<()> {
+    sqlx::query("INSERT INTO teams (id, name, slug) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(name)
+        .bind(slug)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// How many teams exist (the first-run check of `scripts/run`).
+pub async fn count(conn: &mut PgConnection) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM teams").fetch_one(conn).await
+}
+
+/// One team with its plan.
+pub async fn get(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Option<Team>> {
+    sqlx::query_as(
+        "SELECT t.id, t.name, t.slug, t.risk_state, t.plan_code, p.name AS plan_name,
+                p.included_emails, p.daily_cap, p.domain_limit, p.webhook_endpoint_limit,
+                p.retention_days, t.sending_tier, t.sandbox_regions, t.sender_name,
+                t.postal_address, t.ai_assist_enabled, t.brand_kit, t.created_at
+         FROM teams t JOIN plans p ON p.code = t.plan_code
+         WHERE t.id = $1",
+    )
+    .bind(team_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Sets a team's risk state (operators; a suspended team's keys stop working at once).
+pub async fn set_risk_state(conn: &mut PgConnection, team_id: Uuid, state: RiskState) -> sqlx::Result<bool> {
+    let done = sqlx::query("UPDATE teams SET risk_state = $2 WHERE id = $1")
+        .bind(team_id)
+        .bind(state)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
