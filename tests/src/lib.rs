@@ -1,1 +1,263 @@
+//! The integration test harness: a fresh database per test (cloned from a migrated template),
+//! the real `herald` application on port 0, job workers on demand, and an HTTP client.
 
+use api::app::Application;
+use api::config::Config;
+use serde_json::Value;
+use sqlx::{Connection, PgConnection, PgPool};
+use std::future::Future;
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+/// The server tests create databases on (`DATABASE_URL`'s server, else the local one).
+fn admin_url() -> String {
+    let url = std::env::var("DATABASE_URL").unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
+    with_database(&url, "postgres")
+}
+
+fn with_database(url: &str, database: &str) -> String {
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (url, None),
+    };
+    let root = match base.rfind('/') {
+        Some(slash) if base[..slash].contains("://") && slash > base.find("://").unwrap() + 2 => &base[..slash],
+        _ => base,
+    };
+    match query {
+        Some(query) => format!("{root}/{database}?{query}"),
+        None => format!("{root}/{database}"),
+    }
+}
+
+/// Name of the migrated template, changing whenever the migrations do.
+fn template_name() -> String {
+    let mut material = String::new();
+    for migration in schema::MIGRATOR.iter() {
+        material.push_str(&migration.version.to_string());
+        material.push_str(&String::from_utf8_lossy(&migration.checksum));
+    }
+    material.push_str(env!("CARGO_PKG_VERSION"));
+    format!("herald_tpl_{}", &schema::secret::digest_hex(material.as_bytes())[..16])
+}
+
+/// Creates a fresh, migrated database and returns its URL.
+pub async fn fresh_database() -> String {
+    let admin_url = admin_url();
+    let mut admin = PgConnection::connect(&admin_url).await.expect("connect to PostgreSQL (set DATABASE_URL)");
+    let template = template_name();
+    // One process builds the template; the others wait on the lock, then find it.
+    sqlx::query("SELECT pg_advisory_lock(4242)").execute(&mut admin).await.unwrap();
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(&template)
+        .fetch_one(&mut admin)
+        .await
+        .unwrap();
+    if !exists {
+        let building = format!("{template}_building");
+        sqlx::query(sqlx::AssertSqlSafe(format!("DROP DATABASE IF EXISTS {building}"))).execute(&mut admin).await.unwrap();
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {building}"))).execute(&mut admin).await.unwrap();
+        {
+            let pool = PgPool::connect(&with_database(&admin_url, &building)).await.unwrap();
+            schema::migrate(&pool).await.expect("migrations apply to a new database");
+            pool.close().await;
+        }
+        sqlx::query(sqlx::AssertSqlSafe(format!("ALTER DATABASE {building} RENAME TO {template}")))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+    }
+    sqlx::query("SELECT pg_advisory_unlock(4242)").execute(&mut admin).await.unwrap();
+    let name = format!("herald_test_{}", Uuid::now_v7().simple());
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name} TEMPLATE {template}")))
+        .execute(&mut admin)
+        .await
+        .expect("clone the template database");
+    with_database(&admin_url, &name)
+}
+
+/// A running Herald against its own database, with one team and its full-access key.
+pub struct TestApp {
+    pub base: String,
+    pub database_url: String,
+    pub pool: PgPool,
+    pub team_id: Uuid,
+    pub key: String,
+    pub client: reqwest::Client,
+    stop: watch::Sender<bool>,
+    server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    workers: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+/// The configuration tests run with: port 0 and small pools.
+pub fn test_config(database_url: &str) -> Config {
+    let url = database_url.to_string();
+    Config::from_lookup(move |name| match name {
+        "DATABASE_URL" => Some(url.clone()),
+        "HERALD_HTTP_ADDR" => Some("127.0.0.1:0".into()),
+        "HERALD_DB_MAX_CONNECTIONS" => Some("6".into()),
+        "HERALD_SHUTDOWN_SECONDS" => Some("5".into()),
+        "HERALD_ENV" => Some("test".into()),
+        _ => None,
+    })
+    .unwrap()
+}
+
+impl TestApp {
+    /// Starts Herald on a fresh database with default configuration.
+    pub async fn spawn() -> Self {
+        Self::spawn_with(|_| {}).await
+    }
+
+    /// Starts Herald with the configuration changed by `adjust`.
+    pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
+        let database_url = fresh_database().await;
+        let pool = schema::connect(&database_url, 4).await.unwrap();
+        let (team_id, key) = api::cli::create_team(&pool, "Test team").await.unwrap();
+        let mut app = Self::start(&database_url, pool, adjust).await;
+        app.team_id = team_id;
+        app.key = key;
+        app
+    }
+
+    /// Starts another Herald process-equivalent on an existing database.
+    pub async fn start(database_url: &str, pool: PgPool, adjust: impl FnOnce(&mut Config)) -> Self {
+        let mut config = test_config(database_url);
+        adjust(&mut config);
+        let relaxed = schema::connect_relaxed(database_url, 3).await.unwrap();
+        let application = Application::build_with(config, pool.clone(), relaxed).await.unwrap();
+        let base = format!("http://127.0.0.1:{}", application.port());
+        let (stop, stopped) = watch::channel(false);
+        let server = tokio::spawn(application.run(wait_for_stop(stopped)));
+        Self {
+            base,
+            database_url: database_url.to_string(),
+            pool,
+            team_id: Uuid::nil(),
+            key: String::new(),
+            client: reqwest::Client::builder().user_agent("herald-tests/1.0").build().unwrap(),
+            stop,
+            server: Some(server),
+            workers: Vec::new(),
+        }
+    }
+
+    /// Runs the job workers in this test until `shutdown`.
+    pub fn start_workers(&mut self) {
+        let options = jobs::WorkerOptions { concurrency: 2, shutdown_timeout: Duration::from_secs(5), schedules: false };
+        let handle = tokio::spawn(jobs::run(self.pool.clone(), options, wait_for_stop(self.stop.subscribe())));
+        self.workers.push(handle);
+    }
+
+    /// Graceful shutdown: the server drains and flushes its logs; workers finish their jobs.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(server) = self.server.take() {
+            server.await.unwrap().unwrap();
+        }
+        for worker in self.workers.drain(..) {
+            worker.await.unwrap().unwrap();
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A request with this app's key.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.request_as(&self.key, method, path)
+    }
+
+    /// A request with another bearer token.
+    pub fn request_as(&self, key: &str, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, self.url(path)).bearer_auth(key)
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        Answer::from(self.request(reqwest::Method::GET, path).send().await.unwrap()).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        Answer::from(self.request(reqwest::Method::POST, path).json(&body).send().await.unwrap()).await
+    }
+
+    pub async fn patch(&self, path: &str, body: Value) -> Answer {
+        Answer::from(self.request(reqwest::Method::PATCH, path).json(&body).send().await.unwrap()).await
+    }
+
+    pub async fn delete(&self, path: &str) -> Answer {
+        Answer::from(self.request(reqwest::Method::DELETE, path).send().await.unwrap()).await
+    }
+
+    /// Creates a key through the API and returns `(id, token)`.
+    pub async fn create_key(&self, body: Value) -> (String, String) {
+        let answer = self.post("/api-keys", body).await;
+        assert_eq!(answer.status, 201, "{}", answer.body);
+        (answer.body["id"].as_str().unwrap().to_string(), answer.body["token"].as_str().unwrap().to_string())
+    }
+
+    /// Counts rows of a table (or a WHERE-restricted part of it).
+    pub async fn count(&self, from: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {from}"))).fetch_one(&self.pool).await.unwrap()
+    }
+
+    /// Waits until `from` holds at least `n` rows (logs are written off the request path).
+    pub async fn wait_for_rows(&self, from: &str, n: i64) -> i64 {
+        eventually(|| async { Some(self.count(from).await).filter(|c| *c >= n) }).await
+    }
+}
+
+async fn wait_for_stop(mut stopped: watch::Receiver<bool>) {
+    let _ = stopped.wait_for(|s| *s).await;
+}
+
+/// Polls `probe` until it returns `Some`, for at most ten seconds.
+pub async fn eventually<T, F: Future<Output = Option<T>>>(mut probe: impl FnMut() -> F) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = probe().await {
+            return value;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "condition not met within 10 seconds");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+}
+
+/// A response: status, headers and JSON body.
+pub struct Answer {
+    pub status: u16,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    pub async fn from(response: reqwest::Response) -> Self {
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or_else(|_| panic!("every response is JSON, got {text:?}"));
+        Self { status, headers, body }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts an error answer's status and `name`.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, name: &str) {
+        assert_eq!((self.status, self.body["name"].as_str().unwrap_or_default()), (status, name), "{}", self.body);
+        assert_eq!(self.body["statusCode"], status);
+        assert!(self.body["message"].is_string());
+    }
+}
+
+/// Path to the `herald` binary built next to the test executables.
+pub fn herald_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().unwrap();
+    let dir = if dir.ends_with("deps") { dir.parent().unwrap() } else { dir };
+    dir.join("herald")
+}

@@ -1,0 +1,48 @@
+//! Liveness and readiness.
+
+use tests::{Answer, TestApp};
+
+#[tokio::test]
+async fn health_answers_ok_with_version_and_env_without_a_key() {
+    let app = TestApp::spawn().await;
+    let answer = Answer::from(app.client.get(app.url("/health")).send().await.unwrap()).await;
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.body, serde_json::json!({ "status": "ok", "version": "1.0.0", "env": "test" }));
+}
+
+#[tokio::test]
+async fn ready_is_503_degraded_naming_the_workers_when_none_run() {
+    let app = TestApp::spawn().await;
+    let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!(answer.status, 503);
+    assert_eq!(answer.body["status"], "degraded");
+    assert_eq!(answer.body["failed"], serde_json::json!(["workers"]));
+    let checks = answer.body["checks"].as_array().unwrap();
+    assert_eq!(checks[0]["name"], "database");
+    assert_eq!(checks[0]["ok"], true);
+    assert!(checks[0]["durationMs"].is_u64());
+    assert!(checks[1]["error"].is_string());
+}
+
+#[tokio::test]
+async fn ready_is_ok_once_a_worker_runs() {
+    let mut app = TestApp::spawn().await;
+    app.start_workers();
+    let body = tests::eventually(|| async {
+        let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+        (answer.status == 200).then_some(answer.body)
+    })
+    .await;
+    assert_eq!(body["status"], "ok");
+    assert_eq!(body["failed"], serde_json::json!([]));
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn ready_is_503_degraded_when_the_database_is_gone() {
+    let app = TestApp::spawn().await;
+    app.pool.close().await;
+    let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!(answer.status, 503);
+    assert!(answer.body["failed"].as_array().unwrap().contains(&serde_json::json!("database")));
+}

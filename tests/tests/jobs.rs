@@ -1,0 +1,130 @@
+//! The job queue: transactional enqueue, workers, durable retries, schedules, housekeeping.
+
+use schema::jobs::{Housekeeping, Job, enqueue};
+use tests::{TestApp, eventually};
+
+async fn statuses(app: &TestApp) -> Vec<(String, i32)> {
+    sqlx::query_as("SELECT status, attempts FROM apalis.jobs WHERE job_type = $1 ORDER BY id")
+        .bind(Housekeeping::QUEUE)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+fn job() -> Housekeeping {
+    Housekeeping { period: chrono::Utc::now() }
+}
+
+#[tokio::test]
+async fn a_job_enqueued_in_a_transaction_that_rolls_back_never_runs() {
+    let mut app = TestApp::spawn().await;
+    let mut tx = app.pool.begin().await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    tx.rollback().await.unwrap();
+    app.start_workers();
+    // Give the worker several poll intervals in which it could have found a job.
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert!(statuses(&app).await.is_empty());
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_job_enqueued_in_a_committed_transaction_runs_once() {
+    let mut app = TestApp::spawn().await;
+    app.start_workers();
+    let mut tx = app.pool.begin().await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    tx.commit().await.unwrap();
+    let done = eventually(|| async { statuses(&app).await.into_iter().find(|(s, _)| s == "Done") }).await;
+    assert_eq!(done.1, 1, "it ran exactly once");
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(statuses(&app).await, vec![("Done".to_string(), 1)]);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn housekeeping_removes_logs_past_the_plan_retention_and_keeps_the_rest() {
+    let mut app = TestApp::spawn().await;
+    app.get("/api-keys").await;
+    app.get("/api-keys").await;
+    app.wait_for_rows("request_logs", 2).await;
+    // One log is 31 days old; the free plan keeps 30.
+    sqlx::query("UPDATE request_logs SET created_at = now() - interval '31 days' WHERE id = (SELECT id FROM request_logs ORDER BY id LIMIT 1)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO idempotency_records (team_id, key, fingerprint, created_at) VALUES ($1, 'old', '\\x00', now() - interval '25 hours')")
+        .bind(app.team_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    app.start_workers();
+    let mut tx = app.pool.begin().await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    tx.commit().await.unwrap();
+    eventually(|| async { statuses(&app).await.into_iter().find(|(s, _)| s == "Done") }).await;
+    assert_eq!(app.count("request_logs WHERE created_at < now() - interval '30 days'").await, 0);
+    assert!(app.count("request_logs").await >= 1);
+    assert_eq!(app.count("idempotency_records").await, 0);
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_failing_job_is_retried_later_not_at_once_and_its_error_is_kept() {
+    let mut app = TestApp::spawn().await;
+    sqlx::query("ALTER TABLE request_logs RENAME TO request_logs_away").execute(&app.pool).await.unwrap();
+    app.start_workers();
+    let mut tx = app.pool.begin().await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    tx.commit().await.unwrap();
+    let (attempts, wait, error): (i32, f64, Option<String>) = eventually(|| async {
+        sqlx::query_as(
+            "SELECT attempts, EXTRACT(EPOCH FROM run_at - now())::float8, last_result->>'Err' FROM apalis.jobs
+             WHERE status = 'Failed'",
+        )
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap()
+    })
+    .await;
+    assert_eq!(attempts, 1);
+    assert!(wait > 20.0, "the retry waits for the backoff, not the next poll (waits {wait}s)");
+    assert!(error.unwrap().contains("request_logs"));
+    tokio::time::sleep(std::time::Duration::from_millis(2000)).await;
+    assert_eq!(statuses(&app).await, vec![("Failed".to_string(), 1)], "no immediate second run");
+    app.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_schedule_period_is_enqueued_once_however_many_workers_tick() {
+    let app = TestApp::spawn().await;
+    let now = chrono::Utc::now();
+    let ticks = (0..4).map(|_| jobs::schedule::tick(&app.pool, now));
+    for result in futures::future::join_all(ticks).await {
+        result.unwrap();
+    }
+    jobs::schedule::tick(&app.pool, now).await.unwrap();
+    assert_eq!(statuses(&app).await.len(), 1);
+    jobs::schedule::tick(&app.pool, now + chrono::Duration::hours(1)).await.unwrap();
+    assert_eq!(statuses(&app).await.len(), 2);
+}
+
+#[tokio::test]
+async fn the_operator_view_counts_jobs_per_queue_and_status_and_lists_failed_ones() {
+    let app = TestApp::spawn().await;
+    let mut tx = app.pool.begin().await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    enqueue(&mut tx, &job()).await.unwrap();
+    tx.commit().await.unwrap();
+    sqlx::query("UPDATE apalis.jobs SET status = 'Failed', attempts = max_attempts, last_result = '{\"Err\":\"boom\"}' WHERE id = (SELECT min(id) FROM apalis.jobs)")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    let counts = schema::store::jobs::counts(&mut conn).await.unwrap();
+    let pairs: Vec<(String, String, i64)> = counts.into_iter().map(|c| (c.queue, c.status, c.count)).collect();
+    assert_eq!(pairs, vec![("housekeeping".into(), "Failed".into(), 1), ("housekeeping".into(), "Pending".into(), 1)]);
+    let failed = schema::store::jobs::failed(&mut conn, 10).await.unwrap();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].last_error.as_deref(), Some("boom"));
+}
