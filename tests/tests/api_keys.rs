@@ -182,6 +182,7 @@ async fn last_used_at_is_refreshed_at_most_once_a_minute_naming_the_request_log(
             .unwrap();
     assert!(last_used_at.is_some());
     assert_eq!(log_id.unwrap().to_string(), first_request, "the second use within a minute does not refresh it");
+    app.wait_for_rows(&format!("request_logs WHERE id = '{first_request}'"), 1).await;
     let log = app.get(&format!("/logs/{first_request}")).await;
     assert_eq!(log.status, 200, "the named log exists: {}", log.body);
 

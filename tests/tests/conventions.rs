@@ -99,7 +99,8 @@ async fn every_response_carries_the_rate_limit_headers() {
 
 #[tokio::test]
 async fn the_eleventh_request_in_a_burst_is_429_with_a_whole_second_retry_after() {
-    let app = TestApp::spawn().await;
+    // A slow refill keeps a slow burst from earning a token back midway.
+    let app = TestApp::spawn_with(|config| config.rate_limit_refill = 0.5).await;
     let answers = futures::future::join_all((0..11).map(|_| app.get("/api-keys"))).await;
     let limited: Vec<&Answer> = answers.iter().filter(|a| a.status == 429).collect();
     assert_eq!(limited.len(), 1, "statuses: {:?}", answers.iter().map(|a| a.status).collect::<Vec<_>>());

@@ -1,0 +1,105 @@
+//! The `herald` binary: the operator's commands.
+
+use std::process::Command;
+
+fn herald(database_url: &str, args: &[&str]) -> std::process::Output {
+    let binary = tests::herald_binary();
+    assert!(binary.exists(), "{} is built by `cargo nextest run --workspace`", binary.display());
+    Command::new(binary).args(args).env("DATABASE_URL", database_url).env("HERALD_LOG", "error").output().unwrap()
+}
+
+#[tokio::test]
+async fn team_create_prints_the_team_id_and_a_working_key() {
+    let url = tests::fresh_database().await;
+    let output = herald(&url, &["team", "create", "--name", "Acme"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(printed["api_key"].as_str().unwrap().starts_with("rk_"));
+    let team_id: uuid::Uuid = printed["team_id"].as_str().unwrap().parse().unwrap();
+    let pool = schema::connect(&url, 2).await.unwrap();
+    let name: String = sqlx::query_scalar("SELECT name FROM teams WHERE id = $1").bind(team_id).fetch_one(&pool).await.unwrap();
+    assert_eq!(name, "Acme");
+    let app = tests::TestApp::start(&url, pool, |_| {}).await;
+    let answer = app.request_as(printed["api_key"].as_str().unwrap(), reqwest::Method::GET, "/api-keys").send().await.unwrap();
+    assert_eq!(answer.status(), 200);
+}
+
+#[tokio::test]
+async fn team_create_if_none_creates_only_the_first_team() {
+    let url = tests::fresh_database().await;
+    assert!(!herald(&url, &["team", "create", "--name", "First", "--if-none"]).stdout.is_empty());
+    let second = herald(&url, &["team", "create", "--name", "Second", "--if-none"]);
+    assert!(second.status.success());
+    assert!(second.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn a_team_name_outside_1_to_80_characters_is_refused() {
+    let url = tests::fresh_database().await;
+    let output = herald(&url, &["team", "create", "--name", &"n".repeat(81)]);
+    assert!(!output.status.success());
+    let pool = schema::connect(&url, 2).await.unwrap();
+    let teams: i64 = sqlx::query_scalar("SELECT count(*) FROM teams").fetch_one(&pool).await.unwrap();
+    assert_eq!(teams, 0);
+}
+
+#[tokio::test]
+async fn migrate_can_run_again_on_a_migrated_database() {
+    let url = tests::fresh_database().await;
+    for _ in 0..2 {
+        let output = herald(&url, &["migrate"]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    }
+}
+
+#[tokio::test]
+async fn jobs_prints_counts_per_queue_and_failed_jobs() {
+    let url = tests::fresh_database().await;
+    let pool = schema::connect(&url, 2).await.unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    schema::jobs::enqueue(&mut tx, &schema::jobs::Housekeeping { period: chrono::Utc::now() }).await.unwrap();
+    tx.commit().await.unwrap();
+    let output = herald(&url, &["jobs"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["queues"][0], serde_json::json!({ "queue": "housekeeping", "status": "Pending", "count": 1 }));
+    assert_eq!(printed["failed"], serde_json::json!([]));
+}
+
+#[test]
+fn openapi_prints_the_committed_document() {
+    let output = Command::new(tests::herald_binary()).arg("openapi").output().unwrap();
+    let committed = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi/openapi.json")).unwrap();
+    assert!(output.stdout == committed, "openapi/openapi.json differs from `herald openapi`");
+}
+
+#[tokio::test]
+async fn serve_answers_health_and_stops_gracefully_on_sigterm() {
+    let url = tests::fresh_database().await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(tests::herald_binary())
+        .args(["serve"])
+        .env("DATABASE_URL", &url)
+        .env("HERALD_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("HERALD_LOG", "error")
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::builder().user_agent("t").build().unwrap();
+    let body = tests::eventually(|| async {
+        let response = client.get(format!("http://127.0.0.1:{port}/ready")).send().await.ok()?;
+        (response.status() == 200).then_some(())?;
+        response.json::<serde_json::Value>().await.ok()
+    })
+    .await;
+    assert_eq!(body["status"], "ok", "serve runs the API and the workers");
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(started.elapsed().as_secs() < 20, "serve did not stop within 20 seconds");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "exits cleanly: {status:?}");
+}
