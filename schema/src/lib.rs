@@ -20,27 +20,21 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Opens the shared pool. `synchronous_commit` stays on: a committed row survives a crash.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    let options = PgConnectOptions::from_str(url)?.disable_statement_logging();
-    let pool = PgPoolOptions::new()
-        .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options)
-        .await?;
-    Ok(pool)
+    open_pool(PgConnectOptions::from_str(url)?, max_connections).await
 }
 
 /// Opens a small pool for bookkeeping whose loss in a crash is harmless (rate-limit buckets,
 /// `last_used_at`): its commits do not wait for the WAL flush, which keeps them off the hot path.
 pub async fn connect_relaxed(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    let options = PgConnectOptions::from_str(url)?
-        .disable_statement_logging()
-        .options([("synchronous_commit", "off")]);
-    let pool = PgPoolOptions::new()
+    open_pool(PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]), max_connections).await
+}
+
+async fn open_pool(options: PgConnectOptions, max_connections: u32) -> anyhow::Result<PgPool> {
+    Ok(PgPoolOptions::new()
         .max_connections(max_connections)
         .acquire_timeout(Duration::from_secs(10))
-        .connect_with(options)
-        .await?;
-    Ok(pool)
+        .connect_with(options.disable_statement_logging())
+        .await?)
 }
 
 /// Applies Herald's migrations and the job queue's tables. Safe to run any number of times.
