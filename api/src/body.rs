@@ -32,11 +32,10 @@ impl<T: Type> Payload for Body<T> {
 impl<T: Type + DeserializeOwned + Send> ParsePayload for Body<T> {
     const IS_REQUIRED: bool = true;
 
-    async fn from_request(request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
+    async fn from_request(_request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
         let bytes = body.take()?.into_bytes().await.map_err(|_| {
             ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", "The request body could not be read.")
         })?;
-        let _ = request;
         Ok(Body(parse_json(&bytes)?))
     }
 }

@@ -113,17 +113,6 @@ impl ResponseError for ApiError {
     }
 }
 
-/// An unexpected failure: logged whole here, answered as `application_error` by the gateway.
-#[derive(Debug, thiserror::Error)]
-#[error("internal error: {0:#}")]
-pub struct Internal(pub anyhow::Error);
-
-impl ResponseError for Internal {
-    fn status(&self) -> StatusCode {
-        StatusCode::INTERNAL_SERVER_ERROR
-    }
-}
-
 impl From<sqlx::Error> for ApiError {
     fn from(error: sqlx::Error) -> Self {
         tracing::error!(error = %error, "database error");

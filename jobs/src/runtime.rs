@@ -74,8 +74,3 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     }
     result.map_err(|e| anyhow::anyhow!("workers stopped with an error: {e}"))
 }
-
-/// Checks that `J`'s queue name is one the operators see.
-pub fn is_known_queue<J: Job>() -> bool {
-    schema::jobs::QUEUES.contains(&J::QUEUE)
-}
