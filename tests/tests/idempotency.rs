@@ -1,6 +1,6 @@
 //! The idempotency piece the send routes use, against a real database.
 
-use api::idempotency::{Begin, IdempotencyKey, begin, fingerprint};
+use api::idempotency::{Begin, Claimed, IdempotencyKey, begin, fingerprint};
 use serde_json::json;
 use tests::TestApp;
 
@@ -8,16 +8,27 @@ fn key(raw: &str) -> IdempotencyKey {
     IdempotencyKey::parse(Some(raw)).unwrap().unwrap()
 }
 
+/// Claims a key that must be fresh.
+async fn claim(app: &TestApp, raw: &str, print: &[u8]) -> Claimed {
+    match begin(&app.pool, app.team_id, Some(&key(raw)), print).await.unwrap() {
+        Begin::Proceed(Some(claimed)) => claimed,
+        other => panic!("expected a fresh claim of {raw}, got {other:?}"),
+    }
+}
+
+/// Stores `body` as the answer in a transaction that commits (`true`) or rolls back.
+async fn answer(app: &TestApp, claimed: Claimed, body: serde_json::Value, commit: bool) {
+    let mut tx = app.pool.begin().await.unwrap();
+    claimed.complete(&mut tx, poem::http::StatusCode::OK, &body).await.unwrap();
+    if commit { tx.commit().await.unwrap() } else { tx.rollback().await.unwrap() }
+}
+
 #[tokio::test]
 async fn a_replay_within_24_hours_returns_the_original_status_and_body() {
     let app = TestApp::spawn().await;
     let print = fingerprint("POST", "/emails", b"{\"to\":\"a@b.c\"}");
-    let Begin::Proceed(Some(claim)) = begin(&app.pool, app.team_id, Some(&key("k1")), &print).await.unwrap() else {
-        panic!("the first use proceeds")
-    };
-    let mut tx = app.pool.begin().await.unwrap();
-    claim.complete(&mut tx, poem::http::StatusCode::OK, &json!({ "id": "e1" })).await.unwrap();
-    tx.commit().await.unwrap();
+    let claimed = claim(&app, "k1", &print).await;
+    answer(&app, claimed, json!({ "id": "e1" }), true).await;
 
     match begin(&app.pool, app.team_id, Some(&key("k1")), &print).await.unwrap() {
         Begin::Replay { status, body } => {
@@ -49,8 +60,7 @@ async fn the_same_key_with_a_different_request_is_409_invalid_idempotent_request
 async fn a_released_claim_lets_the_retry_run() {
     let app = TestApp::spawn().await;
     let print = fingerprint("POST", "/emails", b"{}");
-    let Begin::Proceed(Some(claim)) = begin(&app.pool, app.team_id, Some(&key("k")), &print).await.unwrap() else { panic!() };
-    claim.release(&app.pool).await;
+    claim(&app, "k", &print).await.release(&app.pool).await;
     assert!(matches!(begin(&app.pool, app.team_id, Some(&key("k")), &print).await.unwrap(), Begin::Proceed(Some(_))));
 }
 
@@ -58,10 +68,8 @@ async fn a_released_claim_lets_the_retry_run() {
 async fn an_answer_rolled_back_with_its_transaction_is_not_replayed() {
     let app = TestApp::spawn().await;
     let print = fingerprint("POST", "/emails", b"{}");
-    let Begin::Proceed(Some(claim)) = begin(&app.pool, app.team_id, Some(&key("k")), &print).await.unwrap() else { panic!() };
-    let mut tx = app.pool.begin().await.unwrap();
-    claim.complete(&mut tx, poem::http::StatusCode::OK, &json!({ "id": "never" })).await.unwrap();
-    tx.rollback().await.unwrap();
+    let claimed = claim(&app, "k", &print).await;
+    answer(&app, claimed, json!({ "id": "never" }), false).await;
     let error = begin(&app.pool, app.team_id, Some(&key("k")), &print).await.unwrap_err();
     assert_eq!(error.name, "concurrent_idempotent_requests", "still claimed, never answered");
 }
@@ -70,10 +78,8 @@ async fn an_answer_rolled_back_with_its_transaction_is_not_replayed() {
 async fn a_key_is_fresh_again_after_24_hours_and_an_abandoned_claim_after_two_minutes() {
     let app = TestApp::spawn().await;
     let print = fingerprint("POST", "/emails", b"{}");
-    let Begin::Proceed(Some(claim)) = begin(&app.pool, app.team_id, Some(&key("old")), &print).await.unwrap() else { panic!() };
-    let mut tx = app.pool.begin().await.unwrap();
-    claim.complete(&mut tx, poem::http::StatusCode::OK, &json!({})).await.unwrap();
-    tx.commit().await.unwrap();
+    let claimed = claim(&app, "old", &print).await;
+    answer(&app, claimed, json!({}), true).await;
     begin(&app.pool, app.team_id, Some(&key("dead")), &print).await.unwrap();
     sqlx::query("UPDATE idempotency_records SET created_at = now() - interval '25 hours' WHERE key = 'old'").execute(&app.pool).await.unwrap();
     sqlx::query("UPDATE idempotency_records SET created_at = now() - interval '3 minutes' WHERE key = 'dead'").execute(&app.pool).await.unwrap();
