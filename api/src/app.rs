@@ -51,7 +51,8 @@ impl Application {
             .first()
             .and_then(|addr| addr.as_socket_addr().map(|a| a.port()))
             .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
-        let state = AppState { pool, relaxed, config, logs };
+        let checker = config.domain_checker()?;
+        let state = AppState { pool, relaxed, config, logs, checker };
         Ok(Self { acceptor, port, state, log_task })
     }
 

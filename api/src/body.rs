@@ -92,6 +92,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             ApiError::missing_field(&full)
         } else if inner.starts_with("invalid type: null") {
             ApiError::missing_field(&path)
+        } else if inner.starts_with("unknown variant") {
+            ApiError::invalid_parameter(&path, inner)
         } else {
             ApiError::invalid_field(&path, inner)
         }

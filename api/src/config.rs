@@ -26,6 +26,17 @@ pub struct Config {
     pub shutdown_seconds: u64,
     /// `HERALD_LOG_FORMAT`: `text` or `json`.
     pub log_format: String,
+    /// `HERALD_DNS_SERVERS`: comma-separated `ip:port` nameservers; empty means the system's.
+    pub dns_servers: Vec<SocketAddr>,
+    /// `HERALD_DNS_TIMEOUT_MS`: how long one DNS query may take.
+    pub dns_timeout_ms: u64,
+    /// `HERALD_MAIL_FROM_HOST`, `HERALD_INBOUND_HOST`, `HERALD_TRACKING_HOST`: the hosts domains
+    /// point their records at (`{region}` is replaced by the domain's region).
+    pub hosts: schema::domain::RegionHosts,
+    /// `HERALD_SECRET_KEY`: seals credentials the service keeps (DNS provider tokens).
+    pub secret_key: Option<String>,
+    /// `HERALD_CLOUDFLARE_API_URL`: Cloudflare's API base.
+    pub cloudflare_api_url: String,
 }
 
 /// The default database: the local server with trust auth.
@@ -55,7 +66,24 @@ impl Config {
         anyhow::ensure!(capacity >= 1.0, "HERALD_RATE_LIMIT_CAPACITY must be at least 1");
         let refill = number("HERALD_RATE_LIMIT_REFILL", "10")?;
         anyhow::ensure!(refill > 0.0, "HERALD_RATE_LIMIT_REFILL must be positive");
+        let dns_servers = get("HERALD_DNS_SERVERS", "")
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().map_err(|_| anyhow::anyhow!("HERALD_DNS_SERVERS must list ip:port entries, got {s:?}")))
+            .collect::<anyhow::Result<Vec<SocketAddr>>>()?;
+        let defaults = schema::domain::RegionHosts::under(&host_base(&public_url));
+        let hosts = schema::domain::RegionHosts {
+            mail_from: get("HERALD_MAIL_FROM_HOST", &defaults.mail_from),
+            inbound: get("HERALD_INBOUND_HOST", &defaults.inbound),
+            tracking: get("HERALD_TRACKING_HOST", &defaults.tracking),
+        };
         Ok(Self {
+            dns_servers,
+            dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
+            hosts,
+            secret_key: lookup("HERALD_SECRET_KEY").filter(|v| !v.is_empty()),
+            cloudflare_api_url: get("HERALD_CLOUDFLARE_API_URL", "https://api.cloudflare.com/client/v4"),
             database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),
             http_addr,
             public_url,
@@ -67,6 +95,25 @@ impl Config {
             shutdown_seconds: number("HERALD_SHUTDOWN_SECONDS", "20")? as u64,
             log_format,
         })
+    }
+}
+
+impl Config {
+    /// The DNS checker the API and the workers share.
+    pub fn domain_checker(&self) -> anyhow::Result<jobs::domains::DomainChecker> {
+        let dns = jobs::dns::Dns::new(&self.dns_servers, std::time::Duration::from_millis(self.dns_timeout_ms))?;
+        Ok(jobs::domains::DomainChecker { dns, hosts: self.hosts.clone() })
+    }
+}
+
+/// The host under which default record targets live: the public URL's host, or
+/// `herald.localhost` when that is an IP address or `localhost`.
+fn host_base(public_url: &str) -> String {
+    let host = public_url.split("://").nth(1).unwrap_or(public_url).split(['/', ':']).next().unwrap_or("").to_ascii_lowercase();
+    if host.is_empty() || host == "localhost" || host.parse::<std::net::IpAddr>().is_ok() || !host.contains('.') {
+        "herald.localhost".to_string()
+    } else {
+        host
     }
 }
 

@@ -23,6 +23,8 @@ pub struct ApiError {
     pub errors: Vec<FieldError>,
     pub code: Option<u16>,
     pub details: Option<Value>,
+    /// On `409 resource_locked` for a domain another team holds: it can be claimed.
+    pub claimable: Option<bool>,
 }
 
 /// A result whose error is the public error.
@@ -30,7 +32,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(status: StatusCode, name: &'static str, message: impl Into<String>) -> Self {
-        Self { status, name, message: message.into(), errors: Vec::new(), code: None, details: None }
+        Self { status, name, message: message.into(), errors: Vec::new(), code: None, details: None, claimable: None }
     }
 
     /// Adds one `errors[]` entry.
@@ -98,6 +100,9 @@ impl ApiError {
         }
         if let Some(details) = &self.details {
             body["details"] = details.clone();
+        }
+        if let Some(claimable) = self.claimable {
+            body["claimable"] = json!(claimable);
         }
         body
     }

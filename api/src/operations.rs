@@ -61,6 +61,17 @@ pub static OPERATIONS: &[Operation] = &[
     op("delete-api-key", Method::DELETE, "/api-keys/{api_key_id}", Access::FullAccess),
     op("list-logs", Method::GET, "/logs", Access::FullAccess),
     op("get-log", Method::GET, "/logs/{log_id}", Access::FullAccess),
+    op("create-domain", Method::POST, "/domains", Access::FullAccess),
+    op("list-domains", Method::GET, "/domains", Access::FullAccess),
+    op("claim-domain", Method::POST, "/domains/claim", Access::FullAccess),
+    op("get-domain", Method::GET, "/domains/{domain_id}", Access::FullAccess),
+    op("update-domain", Method::PATCH, "/domains/{domain_id}", Access::FullAccess),
+    op("delete-domain", Method::DELETE, "/domains/{domain_id}", Access::FullAccess),
+    op("verify-domain", Method::POST, "/domains/{domain_id}/verify", Access::FullAccess),
+    op("get-domain-claim", Method::GET, "/domains/{domain_id}/claim", Access::FullAccess),
+    op("rotate-domain-dkim", Method::POST, "/domains/{domain_id}/dkim/rotate", Access::FullAccess),
+    op("autoconfigure-domain", Method::POST, "/domains/{domain_id}/autoconfigure", Access::FullAccess),
+    op("delete-domain-autoconfigure-credential", Method::DELETE, "/domains/{domain_id}/autoconfigure/credential", Access::FullAccess),
 ];
 
 /// Paths served outside the table (the machine-readable description itself).

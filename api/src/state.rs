@@ -16,6 +16,8 @@ pub struct AppState {
     pub relaxed: PgPool,
     pub config: Config,
     pub logs: LogWriter,
+    /// Checks domains against DNS (the verify route runs the workers' check).
+    pub checker: jobs::domains::DomainChecker,
 }
 
 /// The authenticated caller of a request, placed in the request by the gateway.

@@ -2,6 +2,9 @@
 //! periodic work once however many workers run, and one module per job.
 
 pub mod backoff;
+pub mod dns;
+pub mod dns_provider;
+pub mod domains;
 pub mod housekeeping;
 pub mod runtime;
 pub mod schedule;

@@ -4,7 +4,8 @@
 
 use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
 use apalis_postgres::{Config, PostgresStorage};
-use schema::jobs::{Housekeeping, Job};
+use crate::domains::DomainChecker;
+use schema::jobs::{DomainSweep, Housekeeping, Job};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -18,12 +19,8 @@ pub struct WorkerOptions {
     pub shutdown_timeout: Duration,
     /// Whether this process also ticks the schedules.
     pub schedules: bool,
-}
-
-impl Default for WorkerOptions {
-    fn default() -> Self {
-        Self { concurrency: 4, shutdown_timeout: Duration::from_secs(20), schedules: true }
-    }
+    /// Checks domains against DNS.
+    pub checker: DomainChecker,
 }
 
 /// How often a worker polls for scheduled and retried jobs.
@@ -60,6 +57,24 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
                     .data(pool.clone())
                     .concurrency(concurrency)
                     .build(crate::housekeeping::handle)
+            }
+        })
+        .register({
+            let pool = pool.clone();
+            let concurrency = options.concurrency;
+            let checker = options.checker.clone();
+            move |_restarts| {
+                WorkerBuilder::new(worker_name(DomainSweep::QUEUE))
+                    .backend(
+                        PostgresStorage::<DomainSweep>::new(&pool)
+                            .with_config(storage_config(DomainSweep::QUEUE))
+                            .with_pubsub()
+                            .poll_with_interval(POLL),
+                    )
+                    .data(pool.clone())
+                    .data(checker.clone())
+                    .concurrency(concurrency)
+                    .build(crate::domains::handle_sweep)
             }
         })
         .shutdown_timeout(options.shutdown_timeout);

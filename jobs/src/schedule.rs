@@ -2,7 +2,7 @@
 //! the same transaction, so each period runs once however many workers there are.
 
 use chrono::{DateTime, DurationRound, TimeDelta, Utc};
-use schema::jobs::{Housekeeping, Job, enqueue};
+use schema::jobs::{DomainSweep, Housekeeping, Job, enqueue};
 use sqlx::PgPool;
 use std::time::Duration;
 
@@ -20,6 +20,9 @@ pub async fn tick(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     if schema::store::schedule::claim_tick(&mut tx, Housekeeping::QUEUE, period).await? {
         enqueue(&mut tx, &Housekeeping { period }).await?;
+    }
+    if schema::store::schedule::claim_tick(&mut tx, DomainSweep::QUEUE, period).await? {
+        enqueue(&mut tx, &DomainSweep { period }).await?;
     }
     tx.commit().await?;
     Ok(())

@@ -28,8 +28,20 @@ impl Job for Housekeeping {
     const MAX_ATTEMPTS: usize = 5;
 }
 
+/// Rechecks every domain's DNS records and every pending claim (hourly).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct DomainSweep {
+    /// The schedule period that started this run.
+    pub period: chrono::DateTime<chrono::Utc>,
+}
+
+impl Job for DomainSweep {
+    const QUEUE: &'static str = "domain_sweep";
+    const MAX_ATTEMPTS: usize = 5;
+}
+
 /// Every queue Herald runs, for operators.
-pub const QUEUES: &[&str] = &[Housekeeping::QUEUE];
+pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE];
 
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {

@@ -40,9 +40,40 @@ pub fn digest_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Seals a credential the service must read back later (a DNS provider token) with
+/// AES-256-GCM under a key derived from the operator's `HERALD_SECRET_KEY`: nonce then ciphertext.
+pub fn seal(secret_key: &str, plaintext: &[u8]) -> Vec<u8> {
+    use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng};
+    let cipher = aes_gcm::Aes256Gcm::new_from_slice(&Sha256::digest(secret_key.as_bytes())).expect("32-byte key");
+    let nonce = aes_gcm::Aes256Gcm::generate_nonce(&mut OsRng);
+    let mut sealed = nonce.to_vec();
+    sealed.extend(cipher.encrypt(&nonce, plaintext).expect("AES-GCM encryption does not fail"));
+    sealed
+}
+
+/// Opens what [`seal`] sealed; `None` when the key differs or the bytes were altered.
+pub fn open(secret_key: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+    use aes_gcm::aead::{Aead, KeyInit};
+    if sealed.len() < 12 {
+        return None;
+    }
+    let cipher = aes_gcm::Aes256Gcm::new_from_slice(&Sha256::digest(secret_key.as_bytes())).ok()?;
+    let (nonce, ciphertext) = sealed.split_at(12);
+    let nonce: [u8; 12] = nonce.try_into().ok()?;
+    cipher.decrypt(&nonce.into(), ciphertext).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sealed_credential_opens_only_with_its_key() {
+        let sealed = seal("operator key", b"cf-token");
+        assert_eq!(open("operator key", &sealed).as_deref(), Some(&b"cf-token"[..]));
+        assert_eq!(open("another key", &sealed), None);
+        assert!(!sealed.windows(8).any(|w| w == b"cf-token"));
+    }
 
     #[test]
     fn a_minted_api_key_starts_with_its_prefix_and_hashes_to_what_is_stored() {

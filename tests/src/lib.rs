@@ -1,6 +1,9 @@
 //! The integration test harness: a fresh database per test (cloned from a migrated template),
 //! the real `herald` application on port 0, job workers on demand, and an HTTP client.
 
+pub mod cloudflare;
+pub mod dns;
+
 use api::app::Application;
 use api::config::Config;
 use serde_json::Value;
@@ -88,6 +91,10 @@ pub struct TestApp {
     stop: watch::Sender<bool>,
     server: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     workers: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    /// The server's DNS checker (tests run sweeps with it).
+    pub checker: jobs::domains::DomainChecker,
+    /// The DNS server this instance resolves through.
+    pub dns: std::sync::Arc<dns::TestDns>,
 }
 
 /// The configuration tests run with: port 0 and small pools.
@@ -123,11 +130,15 @@ impl TestApp {
 
     /// Starts another Herald process-equivalent on an existing database.
     pub async fn start(database_url: &str, pool: PgPool, adjust: impl FnOnce(&mut Config)) -> Self {
+        let dns = std::sync::Arc::new(dns::TestDns::start().await);
         let mut config = test_config(database_url);
+        config.dns_servers = vec![dns.addr];
+        config.dns_timeout_ms = 400;
         adjust(&mut config);
         let relaxed = schema::connect_relaxed(database_url, 3).await.unwrap();
         let application = Application::build_with(config, pool.clone(), relaxed).await.unwrap();
         let base = format!("http://127.0.0.1:{}", application.port());
+        let checker = application.state().checker.clone();
         let (stop, stopped) = watch::channel(false);
         let server = tokio::spawn(application.run(wait_for_stop(stopped)));
         Self {
@@ -140,12 +151,15 @@ impl TestApp {
             stop,
             server: Some(server),
             workers: Vec::new(),
+            checker,
+            dns,
         }
     }
 
     /// Runs the job workers in this test until `shutdown`.
     pub fn start_workers(&mut self) {
-        let options = jobs::WorkerOptions { concurrency: 2, shutdown_timeout: Duration::from_secs(5), schedules: false };
+        let checker = self.checker.clone();
+        let options = jobs::WorkerOptions { concurrency: 2, shutdown_timeout: Duration::from_secs(5), schedules: false, checker };
         let handle = tokio::spawn(jobs::run(self.pool.clone(), options, wait_for_stop(self.stop.subscribe())));
         self.workers.push(handle);
     }

@@ -47,10 +47,10 @@ async fn a_missing_name_is_422_missing_required_field_and_nothing_is_written() {
 }
 
 #[tokio::test]
-async fn an_unknown_permission_is_a_validation_error() {
+async fn an_unknown_permission_is_an_invalid_parameter() {
     let app = TestApp::spawn().await;
     let answer = app.post("/api-keys", json!({ "name": "k", "permission": "admin" })).await;
-    answer.assert_error(400, "validation_error");
+    answer.assert_error(422, "invalid_parameter");
     assert_eq!(answer.body["errors"][0]["path"], "permission");
     assert_eq!(app.count("api_keys").await, 1);
 }

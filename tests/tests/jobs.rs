@@ -104,9 +104,12 @@ async fn a_schedule_period_is_enqueued_once_however_many_workers_tick() {
         result.unwrap();
     }
     jobs::schedule::tick(&app.pool, now).await.unwrap();
+    // One housekeeping run and one domain sweep per period.
     assert_eq!(statuses(&app).await.len(), 1);
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'domain_sweep'").await, 1);
     jobs::schedule::tick(&app.pool, now + chrono::Duration::hours(1)).await.unwrap();
     assert_eq!(statuses(&app).await.len(), 2);
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'domain_sweep'").await, 2);
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Enum, Object};
+use schema::domain::DomainStatus;
 use schema::model::{InboxAccess, KeyStatus, Permission};
 use schema::store::api_keys::{self, ListFilter, NewApiKey, StatusFilter};
 use serde::Deserialize;
@@ -133,16 +134,24 @@ impl ApiKeysApi {
         if body.inbox_access.is_some_and(|access| access != InboxAccess::None) || body.inbox_channel_ids.is_some() {
             return Err(needs_admin());
         }
-        if domain_id.is_some() {
-            // Sending domains arrive with the domains resource; until then no id names one.
-            return Err(ApiError::not_found("Domain"));
-        }
-
         let token = schema::secret::mint("rk_");
         let id = schema::ids::new_id();
-        let mut conn = state.pool.acquire().await?;
+        let mut tx = state.pool.begin().await?;
+        if let Some(domain_id) = domain_id {
+            match schema::store::domains::status_for_share(&mut tx, caller.team_id, domain_id).await? {
+                None => return Err(ApiError::not_found("Domain")),
+                Some(DomainStatus::Verified) => {}
+                Some(_) => {
+                    return Err(ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "validation_error",
+                        "A key can only be pinned to a verified domain of the team.",
+                    ));
+                }
+            }
+        }
         api_keys::insert(
-            &mut conn,
+            &mut tx,
             &NewApiKey {
                 id,
                 team_id: caller.team_id,
@@ -154,6 +163,7 @@ impl ApiKeysApi {
             },
         )
         .await?;
+        tx.commit().await?;
         Ok(CreateResponse::Created(Json(CreatedApiKey { id: id.to_string(), token: token.plaintext })))
     }
 

@@ -1,6 +1,7 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
 pub mod api_keys;
+pub mod domains;
 pub mod health;
 pub mod logs;
 
@@ -16,13 +17,15 @@ pub enum Tag {
     ApiKeys,
     /// Logs of every call made with the team's credentials.
     Logs,
+    /// Sending domains, their DNS records, verification and claims.
+    Domains,
 }
 
 /// Every API of the service, in document order.
-pub type Apis = (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi);
+pub type Apis = (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi);
 
 pub fn apis() -> Apis {
-    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi)
+    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi)
 }
 
 /// `{ object, id }`, the answer of an update.

@@ -157,3 +157,12 @@ pub async fn set_status(conn: &mut PgConnection, id: Uuid, status: KeyStatus) ->
         .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// How many live (not revoked) keys are pinned to a domain.
+pub async fn live_pinned_to(conn: &mut PgConnection, team_id: Uuid, domain_id: Uuid) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM api_keys WHERE team_id = $1 AND domain_id = $2 AND status <> 'revoked'")
+        .bind(team_id)
+        .bind(domain_id)
+        .fetch_one(conn)
+        .await
+}

@@ -3,6 +3,9 @@
 
 pub mod api_keys;
 pub mod auth;
+pub mod claims;
+pub mod domains;
+pub mod events;
 pub mod idempotency;
 pub mod jobs;
 pub mod request_logs;

@@ -68,3 +68,14 @@ pub async fn set_risk_state(conn: &mut PgConnection, team_id: Uuid, state: RiskS
         .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Locks the team row until the transaction ends (serialises plan-limited creates) and
+/// returns its plan's domain limit.
+pub async fn lock_domain_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i32> {
+    sqlx::query_scalar(
+        "SELECT p.domain_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t",
+    )
+    .bind(team_id)
+    .fetch_one(conn)
+    .await
+}

@@ -1,0 +1,33 @@
+//! Event rows, written in the transaction of the change they describe. Delivery to webhook
+//! endpoints reads them (the webhooks issue).
+
+use serde_json::Value;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+/// One event about to be written.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub team_id: Uuid,
+    pub event_type: &'static str,
+    pub data: Value,
+}
+
+/// Writes events in one statement.
+pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<()> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = events.iter().map(|_| crate::ids::new_id()).collect();
+    let teams: Vec<Uuid> = events.iter().map(|e| e.team_id).collect();
+    let types: Vec<&str> = events.iter().map(|e| e.event_type).collect();
+    let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
+    sqlx::query("INSERT INTO events (id, team_id, type, data) SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[])")
+        .bind(&ids)
+        .bind(&teams)
+        .bind(&types)
+        .bind(&data)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
