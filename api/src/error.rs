@@ -66,6 +66,11 @@ impl ApiError {
             .with_error(path, message)
     }
 
+    /// `422 validation_error`: a well-formed body the resource refuses (plan limits and the like).
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", message)
+    }
+
     /// `404 not_found`, the same for a missing row and another team's.
     pub fn not_found(what: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found."))

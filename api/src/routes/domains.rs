@@ -293,11 +293,7 @@ impl DomainsApi {
             return Err(held_elsewhere(&request.name.name));
         }
         if domains::find_by_name(&mut tx, caller.team_id, &request.name.name).await?.is_some() {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "validation_error",
-                format!("This team already has the domain {}.", request.name.name),
-            ));
+            return Err(already_added(&request.name.name));
         }
         within_limit(&mut tx, caller.team_id, limit).await?;
         let domain = insert(&mut tx, caller.team_id, &request, &key, DomainStatus::NotStarted).await?;
@@ -457,11 +453,7 @@ impl DomainsApi {
         let mut tx = state.pool.begin().await?;
         let limit = schema::store::teams::lock_domain_limit(&mut tx, caller.team_id).await?;
         if domains::held_by_other_team(&mut tx, caller.team_id, &request.name.name).await?.is_none() {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "validation_error",
-                format!("No other team holds {}; add it with POST /domains.", request.name.name),
-            ));
+            return Err(ApiError::refused(format!("No other team holds {}; add it with POST /domains.", request.name.name)));
         }
         let domain = match domains::find_by_name(&mut tx, caller.team_id, &request.name.name).await? {
             Some(existing) if existing.status == DomainStatus::Claiming => {
@@ -542,11 +534,7 @@ impl DomainsApi {
             ));
         }
         if matches!(domain.status, DomainStatus::Disabled | DomainStatus::Claiming | DomainStatus::ClaimExpired) {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "validation_error",
-                "Only a domain of this team that is not switched off or being claimed can rotate its DKIM key.",
-            ));
+            return Err(ApiError::refused("A domain switched off or being claimed cannot rotate its DKIM key."));
         }
         domains::start_rotation(&mut tx, id, &key.private_pem, &key.public_base64).await?;
         let domain = domains::get(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
@@ -573,11 +561,7 @@ impl DomainsApi {
         let mut conn = state.pool.acquire().await?;
         let domain = find(&mut conn, caller.team_id, &domain_id.0).await?;
         if body.keep_token && state.config.secret_key.is_none() {
-            return Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "validation_error",
-                "keep_token needs the operator to set HERALD_SECRET_KEY, which seals kept tokens.",
-            ));
+            return Err(ApiError::refused("keep_token needs the operator to set HERALD_SECRET_KEY, which seals kept tokens."));
         }
         let token = match body.api_token.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             Some(token) => token.to_string(),
@@ -686,12 +670,8 @@ impl NewRequest {
 
 fn receiving_offered(region: Region, receiving: bool) -> ApiResult<()> {
     if receiving && !region.offers_receiving() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "validation_error",
-            format!("Receiving is offered only in us-east-1 and eu-west-1, not in {}.", region.as_str()),
-        )
-        .with_error("capabilities.receiving", "not offered in this region"));
+        let message = format!("Receiving is offered only in us-east-1 and eu-west-1, not in {}.", region.as_str());
+        return Err(ApiError::refused(message).with_error("capabilities.receiving", "not offered in this region"));
     }
     Ok(())
 }
@@ -782,11 +762,7 @@ async fn insert(
     if let Err(error) = &inserted
         && schema::store::violated_constraint(error) == Some("domains_team_name_key")
     {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "validation_error",
-            format!("This team already has the domain {}.", request.name.name),
-        ));
+        return Err(already_added(&request.name.name));
     }
     inserted?;
     domains::get(conn, team_id, id).await?.ok_or_else(|| anyhow::anyhow!("inserted domain vanished").into())
@@ -794,13 +770,13 @@ async fn insert(
 
 async fn within_limit(conn: &mut PgConnection, team_id: Uuid, limit: i32) -> ApiResult<()> {
     if domains::count_live(conn, team_id).await? >= i64::from(limit) {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "validation_error",
-            format!("Domain limit reached: the plan allows {limit} domain(s)."),
-        ));
+        return Err(ApiError::refused(format!("Domain limit reached: the plan allows {limit} domain(s).")));
     }
     Ok(())
+}
+
+fn already_added(name: &str) -> ApiError {
+    ApiError::refused(format!("This team already has the domain {name}."))
 }
 
 fn held_elsewhere(name: &str) -> ApiError {
@@ -838,7 +814,7 @@ async fn kept_token(state: &AppState, conn: &mut PgConnection, id: Uuid) -> ApiR
 
 fn provider_error(error: ProviderError) -> ApiError {
     match error {
-        ProviderError::Refused(message) => ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", message),
+        ProviderError::Refused(message) => ApiError::refused(message),
         unavailable @ ProviderError::Unavailable(_) => {
             ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", unavailable.to_string())
         }
