@@ -32,7 +32,7 @@ pub const CLAIM_LIFETIME: TimeDelta = TimeDelta::days(7);
 /// Domains checked per sweep batch (one read and two writes per batch).
 const SWEEP_BATCH: i64 = 1000;
 /// Domains checked at once during a sweep (each looks its four records up together).
-const SWEEP_IN_FLIGHT: usize = 64;
+const SWEEP_IN_FLIGHT: usize = 32;
 
 /// Checks domains against DNS. Cheap to clone.
 #[derive(Clone, Debug)]
