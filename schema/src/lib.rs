@@ -8,6 +8,7 @@ pub mod model;
 pub mod page;
 pub mod secret;
 pub mod store;
+pub mod when;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{ConnectOptions, PgPool};
