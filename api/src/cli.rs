@@ -138,15 +138,14 @@ async fn serve(with_workers: bool) -> anyhow::Result<()> {
     let workers = with_workers.then(|| {
         let pool = app.state().pool.clone();
         let mut stopped = stopped.clone();
-        let options = worker_options(&config)?;
-        anyhow::Ok(tokio::spawn(async move {
+        let options = worker_options(&config, app.state().checker.clone());
+        tokio::spawn(async move {
             jobs::run(pool, options, async move {
                 let _ = stopped.wait_for(|s| *s).await;
             })
             .await
-        }))
+        })
     });
-    let workers = workers.transpose()?;
     let server = {
         let mut stopped = stopped.clone();
         app.run(async move {
@@ -169,16 +168,16 @@ async fn work() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
     tracing::info!("running job workers");
-    jobs::run(pool, worker_options(&config)?, shutdown_signal()).await
+    jobs::run(pool, worker_options(&config, config.domain_checker()?), shutdown_signal()).await
 }
 
-fn worker_options(config: &Config) -> anyhow::Result<jobs::WorkerOptions> {
-    Ok(jobs::WorkerOptions {
+fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) -> jobs::WorkerOptions {
+    jobs::WorkerOptions {
         concurrency: config.worker_concurrency,
         shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
         schedules: true,
-        checker: config.domain_checker()?,
-    })
+        checker,
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -96,9 +96,7 @@ impl Config {
             log_format,
         })
     }
-}
 
-impl Config {
     /// The DNS checker the API and the workers share.
     pub fn domain_checker(&self) -> anyhow::Result<jobs::domains::DomainChecker> {
         let dns = jobs::dns::Dns::new(&self.dns_servers, std::time::Duration::from_millis(self.dns_timeout_ms))?;

@@ -71,6 +71,11 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", message)
     }
 
+    /// `403 validation_error`: well-formed but not allowed (an unverified domain, a policy).
+    pub fn not_allowed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "validation_error", message)
+    }
+
     /// `404 not_found`, the same for a missing row and another team's.
     pub fn not_found(what: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", format!("{what} not found."))

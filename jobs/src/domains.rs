@@ -137,6 +137,20 @@ pub fn event_data(domain: &Domain, status: DomainStatus, records: &[(RecordKind,
     })
 }
 
+/// A `domain.*` event carrying the domain as it stands, with its records' statuses.
+pub async fn event_for(conn: &mut PgConnection, event_type: &'static str, domain: &Domain) -> sqlx::Result<NewEvent> {
+    let records: Vec<_> = domains::records(conn, &[domain.id]).await?.iter().map(|r| (r.kind, r.status)).collect();
+    Ok(NewEvent { team_id: domain.team_id, event_type, data: event_data(domain, domain.status, &records) })
+}
+
+/// `domain.updated` for a domain whose status a claim changed (the row is read back).
+async fn claim_changed(conn: &mut PgConnection, team_id: Uuid, domain_id: Uuid, events: &mut Vec<NewEvent>) -> sqlx::Result<()> {
+    if let Some(domain) = domains::get(conn, team_id, domain_id).await? {
+        events.push(event_for(conn, "domain.updated", &domain).await?);
+    }
+    Ok(())
+}
+
 /// Stores checks in one transaction: statuses, a `domain.updated` event for each domain whose
 /// status or any record's status changed, and the sending tier of teams whose first domain
 /// verified.
@@ -256,6 +270,7 @@ pub async fn check_claims(pool: &PgPool, dns: &Dns, only: Option<Uuid>) -> anyho
     for claim in pending {
         if claim.expires_at <= now {
             claims::expire(&mut tx, &claim).await?;
+            claim_changed(&mut tx, claim.team_id, claim.domain_id, &mut events).await?;
             continue;
         }
         let published = dns.txt(&claim.name).await.values().iter().any(|text| text.trim() == claim.token);
@@ -283,10 +298,7 @@ async fn transfer(
 ) -> sqlx::Result<()> {
     claims::transfer(conn, claim, holder.map(|h| h.id)).await?;
     for (team_id, domain_id) in holder.map(|h| (h.team_id, h.id)).into_iter().chain([(claim.team_id, claim.domain_id)]) {
-        if let Some(domain) = domains::get(conn, team_id, domain_id).await? {
-            let records: Vec<_> = domains::records(conn, &[domain.id]).await?.iter().map(|r| (r.kind, r.status)).collect();
-            events.push(NewEvent { team_id, event_type: "domain.updated", data: event_data(&domain, domain.status, &records) });
-        }
+        claim_changed(conn, team_id, domain_id, events).await?;
     }
     Ok(())
 }

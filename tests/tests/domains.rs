@@ -399,6 +399,7 @@ async fn a_claim_expires_after_seven_days() {
         .await
         .unwrap();
     assert_eq!(copy, "claim_expired");
+    assert_eq!(events(&app, "domain.updated").await.last().unwrap()["status"], "claim_expired");
 }
 
 #[tokio::test]

@@ -141,13 +141,7 @@ impl ApiKeysApi {
             match schema::store::domains::status_for_share(&mut tx, caller.team_id, domain_id).await? {
                 None => return Err(ApiError::not_found("Domain")),
                 Some(DomainStatus::Verified) => {}
-                Some(_) => {
-                    return Err(ApiError::new(
-                        StatusCode::FORBIDDEN,
-                        "validation_error",
-                        "A key can only be pinned to a verified domain of the team.",
-                    ));
-                }
+                Some(_) => return Err(ApiError::not_allowed("A key can only be pinned to a verified domain of the team.")),
             }
         }
         api_keys::insert(

@@ -8,7 +8,7 @@ use crate::routes::{Deleted, Tag, Updated};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use jobs::dns_provider::{Cloudflare, ProviderError};
-use jobs::domains::{CLAIM_LIFETIME, VERIFY_THROTTLE, event_data};
+use jobs::domains::{CLAIM_LIFETIME, VERIFY_THROTTLE, event_for};
 use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
@@ -17,7 +17,7 @@ use poem_openapi::{ApiResponse, Enum, Object};
 use schema::domain::{DomainName, DomainStatus, RecordKind, RecordStatus, Region, Tls, generate_dkim_key, new_mail_from_code, parse_label};
 use schema::store::claims::{self, Claim};
 use schema::store::domains::{self, Domain, NewDomain, RecordState, Settings};
-use schema::store::events::{self, NewEvent};
+use schema::store::events;
 use serde::Deserialize;
 use serde_json::json;
 use sqlx::PgConnection;
@@ -417,27 +417,29 @@ impl DomainsApi {
         /// The domain's id.
         domain_id: Path<String>,
     ) -> ApiResult<Json<DomainView>> {
-        let mut conn = state.pool.acquire().await?;
-        let domain = find(&mut conn, caller.team_id, &domain_id.0).await?;
+        let (domain, claim) = {
+            let mut conn = state.pool.acquire().await?;
+            let domain = find(&mut conn, caller.team_id, &domain_id.0).await?;
+            let claim = match domain.status {
+                DomainStatus::Claiming => claims::latest_for_domain(&mut conn, caller.team_id, domain.id).await?,
+                _ => None,
+            };
+            (domain, claim)
+        };
+        // DNS is asked with no connection held.
         let now = Utc::now();
         let recent = |at: Option<DateTime<Utc>>| at.is_some_and(|at| now - at < VERIFY_THROTTLE);
         match domain.status {
             DomainStatus::Claiming => {
-                let claim = claims::latest_for_domain(&mut conn, caller.team_id, domain.id).await?;
                 if let Some(claim) = claim.filter(|c| c.status == "pending" && !recent(c.checked_at)) {
-                    drop(conn);
                     jobs::domains::check_claims(&state.pool, &state.checker.dns, Some(claim.id)).await?;
-                    conn = state.pool.acquire().await?;
                 }
             }
             DomainStatus::Disabled | DomainStatus::ClaimExpired => {}
             _ if recent(domain.checked_at) => {}
-            _ => {
-                drop(conn);
-                jobs::domains::verify_now(&state.pool, &state.checker, &domain).await?;
-                conn = state.pool.acquire().await?;
-            }
+            _ => jobs::domains::verify_now(&state.pool, &state.checker, &domain).await?,
         }
+        let mut conn = state.pool.acquire().await?;
         let domain = find(&mut conn, caller.team_id, &domain_id.0).await?;
         Ok(Json(full_view(&state, &mut conn, domain).await?))
     }
@@ -469,7 +471,11 @@ impl DomainsApi {
             }
             Some(existing) => {
                 domains::set_status(&mut tx, existing.id, DomainStatus::Claiming).await?;
-                existing
+                let claiming = domains::get(&mut tx, caller.team_id, existing.id)
+                    .await?
+                    .ok_or_else(|| ApiError::not_found("Domain"))?;
+                emit(&mut tx, "domain.updated", &claiming).await?;
+                claiming
             }
             None => {
                 within_limit(&mut tx, caller.team_id, limit).await?;
@@ -572,11 +578,7 @@ impl DomainsApi {
             .checker
             .records_of(&domain)
             .into_iter()
-            .filter(|record| match record.kind {
-                RecordKind::Dkim | RecordKind::MailFrom => domain.sending_enabled,
-                RecordKind::Receiving => domain.receiving_enabled,
-                RecordKind::Tracking => domain.open_tracking || domain.click_tracking,
-            })
+            .filter(|record| domain.needs(record.kind))
             .collect();
         let cloudflare = Cloudflare::new(&state.config.cloudflare_api_url, &token).map_err(provider_error)?;
         let outcome = jobs::dns_provider::autoconfigure(&cloudflare, &domain.zone, &records).await.map_err(provider_error)?;
@@ -709,12 +711,9 @@ async fn return_path_free(state: &AppState, request: &NewRequest) -> ApiResult<(
         }
     }
     let suggestion = suggestion.unwrap_or_else(|| format!("{label}-{}", &new_mail_from_code()[..4]));
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        "validation_error",
-        format!("The return-path name {label}.{} already holds a {found_type} record; choose another custom_return_path.", request.name.name),
-    )
-    .with_details(json!({
+    let name = &request.name.name;
+    let message = format!("The return-path name {label}.{name} already holds a {found_type} record; choose another custom_return_path.");
+    Err(ApiError::not_allowed(message).with_details(json!({
         "reason": "return_path_in_use",
         "label": label,
         "found": { "type": found_type, "value": found_value },
@@ -790,8 +789,7 @@ fn held_elsewhere(name: &str) -> ApiError {
 }
 
 async fn emit(conn: &mut PgConnection, event_type: &'static str, domain: &Domain) -> ApiResult<()> {
-    let records: Vec<_> = domains::records(conn, &[domain.id]).await?.iter().map(|r| (r.kind, r.status)).collect();
-    let event = NewEvent { team_id: domain.team_id, event_type, data: event_data(domain, domain.status, &records) };
+    let event = event_for(conn, event_type, domain).await?;
     events::emit(conn, &[event]).await?;
     Ok(())
 }
@@ -836,11 +834,7 @@ fn view(state: &AppState, domain: Domain, states: &[RecordState]) -> DomainView 
             DnsRecord {
                 record: record.kind,
                 record_type: record.kind.record_type().into(),
-                required: match record.kind {
-                    RecordKind::Dkim | RecordKind::MailFrom => true,
-                    RecordKind::Receiving => domain.receiving_enabled,
-                    RecordKind::Tracking => domain.open_tracking || domain.click_tracking,
-                },
+                required: domain.needs(record.kind),
                 name: record.name,
                 fqdn: record.fqdn,
                 value: record.value,

@@ -39,6 +39,16 @@ impl Domain {
     pub fn domain_name(&self) -> DomainName {
         DomainName { name: self.name.clone(), zone: self.zone.clone() }
     }
+
+    /// Whether the domain's capabilities need `kind` published: DKIM and mail-from for sending,
+    /// the MX for receiving, the tracking CNAME for open or click tracking.
+    pub fn needs(&self, kind: RecordKind) -> bool {
+        match kind {
+            RecordKind::Dkim | RecordKind::MailFrom => self.sending_enabled,
+            RecordKind::Receiving => self.receiving_enabled,
+            RecordKind::Tracking => self.open_tracking || self.click_tracking,
+        }
+    }
 }
 
 /// One record's last check.
