@@ -10,8 +10,8 @@ use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
 
-/// A parsed JSON request body.
-pub struct Body<T>(pub T);
+/// A parsed JSON request body, and its raw bytes (idempotency fingerprints them).
+pub struct Body<T>(pub T, pub Vec<u8>);
 
 impl<T: Type> Payload for Body<T> {
     const CONTENT_TYPE: &'static str = "application/json";
@@ -36,7 +36,7 @@ impl<T: Type + DeserializeOwned + Send> ParsePayload for Body<T> {
         let bytes = body.take()?.into_bytes().await.map_err(|_| {
             ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", "The request body could not be read.")
         })?;
-        Ok(Body(parse_json(&bytes)?))
+        Ok(Body(parse_json(&bytes)?, bytes.to_vec()))
     }
 }
 

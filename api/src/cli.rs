@@ -171,9 +171,12 @@ async fn work() -> anyhow::Result<()> {
     jobs::run(pool, worker_options(&config, config.domain_checker()?), shutdown_signal()).await
 }
 
-fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) -> jobs::WorkerOptions {
+pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) -> jobs::WorkerOptions {
+    let delivery = config.delivery(checker.dns.clone());
     jobs::WorkerOptions {
         concurrency: config.worker_concurrency,
+        deliver_concurrency: config.deliver_concurrency,
+        delivery,
         shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
         schedules: true,
         checker,

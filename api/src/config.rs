@@ -37,6 +37,24 @@ pub struct Config {
     pub secret_key: Option<String>,
     /// `HERALD_CLOUDFLARE_API_URL`: Cloudflare's API base.
     pub cloudflare_api_url: String,
+    /// `HERALD_SMTP_RELAY`: `smtp://[user:pass@]host:port` (or `smtps://`); unset delivers to
+    /// each recipient's MX.
+    pub smtp_relay: Option<jobs::smtp::Relay>,
+    /// `HERALD_MX_PORT`: the port of recipients' MX hosts.
+    pub mx_port: u16,
+    /// `HERALD_SMTP_HELO`: the name given in EHLO.
+    pub smtp_helo: String,
+    /// `HERALD_SMTP_TIMEOUT_SECONDS`: connecting and each SMTP command.
+    pub smtp_timeout_seconds: u64,
+    /// `HERALD_SMTP_DATA_TIMEOUT_SECONDS`: the wait for the reply to a message.
+    pub smtp_data_timeout_seconds: u64,
+    /// `HERALD_DELIVERY_RETRY_SCHEDULE`: comma-separated waits (`30s`, `5m`, `2h`) before each
+    /// retry of a deferred recipient; it bounces once they are spent.
+    pub retry_schedule: Vec<std::time::Duration>,
+    /// `HERALD_AMBIGUOUS_WINDOW_SECONDS`: how long an ambiguous submission waits before failing.
+    pub ambiguous_window_seconds: u64,
+    /// `HERALD_DELIVER_CONCURRENCY`: deliveries one worker process runs at once.
+    pub deliver_concurrency: usize,
 }
 
 /// The default database: the local server with trust auth.
@@ -78,7 +96,21 @@ impl Config {
             inbound: get("HERALD_INBOUND_HOST", &defaults.inbound),
             tracking: get("HERALD_TRACKING_HOST", &defaults.tracking),
         };
+        let smtp_relay = lookup("HERALD_SMTP_RELAY").filter(|v| !v.is_empty()).map(|url| jobs::smtp::Relay::parse(&url)).transpose()?;
+        let retry_schedule = get("HERALD_DELIVERY_RETRY_SCHEDULE", "1m,5m,15m,30m,1h,2h,4h,8h")
+            .split(',')
+            .map(|step| duration(step.trim()).ok_or_else(|| anyhow::anyhow!("HERALD_DELIVERY_RETRY_SCHEDULE has a bad step {step:?}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let smtp_helo = get("HERALD_SMTP_HELO", &host_base(&public_url));
         Ok(Self {
+            smtp_relay,
+            mx_port: number("HERALD_MX_PORT", "25")? as u16,
+            smtp_helo,
+            smtp_timeout_seconds: number("HERALD_SMTP_TIMEOUT_SECONDS", "30")? as u64,
+            smtp_data_timeout_seconds: number("HERALD_SMTP_DATA_TIMEOUT_SECONDS", "120")? as u64,
+            retry_schedule,
+            ambiguous_window_seconds: number("HERALD_AMBIGUOUS_WINDOW_SECONDS", "7200")? as u64,
+            deliver_concurrency: number("HERALD_DELIVER_CONCURRENCY", "32")?.max(1.0) as usize,
             dns_servers,
             dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
             hosts,
@@ -97,11 +129,46 @@ impl Config {
         })
     }
 
+    /// What the deliver job needs: SMTP settings over the configured resolver, and timing.
+    pub fn delivery(&self, dns: jobs::dns::Dns) -> jobs::deliver::Delivery {
+        use std::time::Duration;
+        let settings = jobs::smtp::SmtpSettings {
+            relay: self.smtp_relay.clone(),
+            mx_port: self.mx_port,
+            helo: self.smtp_helo.clone(),
+            command_timeout: Duration::from_secs(self.smtp_timeout_seconds),
+            data_timeout: Duration::from_secs(self.smtp_data_timeout_seconds),
+            idle_per_host: self.deliver_concurrency,
+        };
+        jobs::deliver::Delivery::new(
+            jobs::smtp::Mailer::new(settings, dns),
+            jobs::deliver::DeliverySettings {
+                retry_schedule: self.retry_schedule.clone(),
+                ambiguous_window: Duration::from_secs(self.ambiguous_window_seconds),
+            },
+        )
+    }
+
     /// The DNS checker the API and the workers share.
     pub fn domain_checker(&self) -> anyhow::Result<jobs::domains::DomainChecker> {
         let dns = jobs::dns::Dns::new(&self.dns_servers, std::time::Duration::from_millis(self.dns_timeout_ms))?;
         Ok(jobs::domains::DomainChecker { dns, hosts: self.hosts.clone() })
     }
+}
+
+/// A wait such as `30s`, `5m`, `2h` or `1d` (a bare number is seconds).
+fn duration(raw: &str) -> Option<std::time::Duration> {
+    let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
+    let (number, unit) = raw.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let seconds = match unit {
+        "" | "s" => number,
+        "m" => number * 60,
+        "h" => number * 3600,
+        "d" => number * 86400,
+        _ => return None,
+    };
+    Some(std::time::Duration::from_secs(seconds))
 }
 
 /// The host under which default record targets live: the public URL's host, or

@@ -13,4 +13,5 @@ pub mod operations;
 pub mod paging;
 pub mod request_log;
 pub mod routes;
+pub mod send;
 pub mod state;

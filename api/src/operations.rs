@@ -72,7 +72,30 @@ pub static OPERATIONS: &[Operation] = &[
     op("rotate-domain-dkim", Method::POST, "/domains/{domain_id}/dkim/rotate", Access::FullAccess),
     op("autoconfigure-domain", Method::POST, "/domains/{domain_id}/autoconfigure", Access::FullAccess),
     op("delete-domain-autoconfigure-credential", Method::DELETE, "/domains/{domain_id}/autoconfigure/credential", Access::FullAccess),
+    send("send-email", "/emails"),
+    send("send-batch-emails", "/emails/batch"),
+    read("list-emails", Method::GET, "/emails"),
+    read("get-email", Method::GET, "/emails/{email_id}"),
+    read("update-email", Method::PATCH, "/emails/{email_id}"),
+    read("cancel-email", Method::POST, "/emails/{email_id}/cancel"),
+    read("list-email-attachments", Method::GET, "/emails/{email_id}/attachments"),
+    read("get-email-attachment", Method::GET, "/emails/{email_id}/attachments/{attachment_id}"),
+    op("create-suppression", Method::POST, "/suppressions", Access::FullAccess),
+    op("batch-add-suppressions", Method::POST, "/suppressions/batch/add", Access::FullAccess),
+    op("list-suppressions", Method::GET, "/suppressions", Access::FullAccess),
+    op("get-suppression", Method::GET, "/suppressions/{suppression}", Access::FullAccess),
+    op("delete-suppression", Method::DELETE, "/suppressions/{suppression}", Access::FullAccess),
 ];
+
+/// A send: any key, scope `emails:send`, its content logged as size and digest.
+const fn send(id: &'static str, path: &'static str) -> Operation {
+    Operation { id, method: Method::POST, path, access: Access::SendingAccess, scope: Some("emails:send"), inbox_access: None, carries_send_content: true }
+}
+
+/// Reading or changing sent mail: a `full_access` key, scope `emails:read`.
+const fn read(id: &'static str, method: Method, path: &'static str) -> Operation {
+    Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false }
+}
 
 /// Paths served outside the table (the machine-readable description itself).
 pub const UNLISTED_PUBLIC_PATHS: &[&str] = &["/openapi.json"];

@@ -1,6 +1,7 @@
 //! The paging query shared by every list: `limit` 1–100 (default 20), `after` or `before`.
 
 use crate::error::{ApiError, ApiResult};
+use chrono::{DateTime, Utc};
 use schema::page::{Cursor, PageRequest};
 
 /// Reads `limit`, `after` and `before`; a bad value is `422 invalid_parameter`.
@@ -33,6 +34,34 @@ pub fn search_text(raw: Option<String>, max: usize) -> ApiResult<Option<String>>
         }
         Some(text) => Ok(Some(text.trim().to_string())),
     }
+}
+
+/// An ISO 8601 instant with a time and offset.
+pub fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(raw.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| ApiError::invalid_parameter(name, "must be an ISO 8601 instant such as 2026-11-21T09:00:00Z"))
+}
+
+/// `start_date` and `end_date` (inclusive). With `allow_dates` a bare calendar date means the
+/// start of that day (UTC) for `start_date` and its end for `end_date`; otherwise it is refused.
+/// An end before the start is `422 invalid_parameter`.
+pub fn date_range(start: Option<String>, end: Option<String>, allow_dates: bool) -> ApiResult<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+    let read = |name: &str, raw: &str, end_of_day: bool| -> ApiResult<DateTime<Utc>> {
+        if allow_dates && let Ok(date) = chrono::NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d") {
+            let time = if end_of_day { date.and_hms_nano_opt(23, 59, 59, 999_999_999) } else { date.and_hms_opt(0, 0, 0) };
+            return Ok(time.unwrap_or_default().and_utc());
+        }
+        instant(name, raw)
+    };
+    let start = start.as_deref().map(|raw| read("start_date", raw, false)).transpose()?;
+    let end = end.as_deref().map(|raw| read("end_date", raw, true)).transpose()?;
+    if let (Some(start), Some(end)) = (start, end)
+        && end < start
+    {
+        return Err(ApiError::invalid_parameter("end_date", "must not be before `start_date`"));
+    }
+    Ok((start, end))
 }
 
 #[cfg(test)]

@@ -118,6 +118,20 @@ impl Dns {
         Ok(None)
     }
 
+    /// The addresses of a host: its A records, else its AAAA records.
+    pub async fn ip(&self, name: &str) -> Lookup {
+        match self.a(name).await {
+            Lookup::NotFound => {
+                self.lookup(name, RecordType::AAAA, |data| match data {
+                    RData::AAAA(aaaa) => Some(aaaa.0.to_string()),
+                    _ => None,
+                })
+                .await
+            }
+            found => found,
+        }
+    }
+
     async fn a(&self, name: &str) -> Lookup {
         self.lookup(name, RecordType::A, |data| match data {
             RData::A(a) => Some(a.0.to_string()),

@@ -140,7 +140,7 @@ pub fn event_data(domain: &Domain, status: DomainStatus, records: &[(RecordKind,
 /// A `domain.*` event carrying the domain as it stands, with its records' statuses.
 pub async fn event_for(conn: &mut PgConnection, event_type: &'static str, domain: &Domain) -> sqlx::Result<NewEvent> {
     let records: Vec<_> = domains::records(conn, &[domain.id]).await?.iter().map(|r| (r.kind, r.status)).collect();
-    Ok(NewEvent { team_id: domain.team_id, event_type, data: event_data(domain, domain.status, &records) })
+    Ok(NewEvent { team_id: domain.team_id, event_type, data: event_data(domain, domain.status, &records), email_id: None })
 }
 
 /// `domain.updated` for a domain whose status a claim changed (the row is read back).
@@ -173,7 +173,7 @@ pub async fn store_checks(
         }
         if status != domain.status || records_changed || result.promote_dkim {
             let records: Vec<_> = result.records.iter().map(|r| (r.kind, r.status)).collect();
-            events.push(NewEvent { team_id: domain.team_id, event_type: "domain.updated", data: event_data(domain, status, &records) });
+            events.push(NewEvent { team_id: domain.team_id, event_type: "domain.updated", data: event_data(domain, status, &records), email_id: None });
         }
     }
     if !verified_teams.is_empty() {
@@ -255,6 +255,8 @@ pub fn transfer_blocked(holder: &claims::Holder, now: DateTime<Utc>) -> Option<&
         Some("owner_recently_verified")
     } else if holder.last_sent_at.is_some_and(|at| now - at < CLAIM_RECENTLY_SENT) {
         Some("owner_recently_sent")
+    } else if holder.has_scheduled_mail {
+        Some("owner_has_scheduled_mail")
     } else {
         None
     }

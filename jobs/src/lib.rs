@@ -2,11 +2,13 @@
 //! periodic work once however many workers run, and one module per job.
 
 pub mod backoff;
+pub mod deliver;
 pub mod dns;
 pub mod dns_provider;
 pub mod domains;
 pub mod housekeeping;
 pub mod runtime;
 pub mod schedule;
+pub mod smtp;
 
 pub use runtime::{WorkerOptions, run};

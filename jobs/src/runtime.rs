@@ -2,10 +2,11 @@
 //! and by a one-second poll for scheduled and retried ones, with bounded concurrency and a
 //! graceful shutdown that lets running jobs finish.
 
+use crate::deliver::Delivery;
+use crate::domains::DomainChecker;
 use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
 use apalis_postgres::{Config, PostgresStorage};
-use crate::domains::DomainChecker;
-use schema::jobs::{DomainSweep, Housekeeping, Job};
+use schema::jobs::{Deliver, DomainSweep, Housekeeping, Job, ResolveAmbiguous};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -15,12 +16,16 @@ use std::time::Duration;
 pub struct WorkerOptions {
     /// Jobs each queue runs at once in this process.
     pub concurrency: usize,
+    /// Deliveries this process runs at once.
+    pub deliver_concurrency: usize,
     /// How long a shutdown waits for running jobs.
     pub shutdown_timeout: Duration,
     /// Whether this process also ticks the schedules.
     pub schedules: bool,
     /// Checks domains against DNS.
     pub checker: DomainChecker,
+    /// Submits mail over SMTP.
+    pub delivery: Delivery,
 }
 
 /// How often a worker polls for scheduled and retried jobs.
@@ -35,50 +40,44 @@ fn worker_name(queue: &str) -> String {
     format!("{queue}-{}-{suffix:08x}", std::process::id())
 }
 
-fn storage_config(queue: &str) -> Config {
-    Config::default().queue(queue).heartbeat_interval(HEARTBEAT).missed_heartbeats(6).batch_size(10)
+fn storage_config(queue: &str, batch: usize) -> Config {
+    Config::default().queue(queue).heartbeat_interval(HEARTBEAT).missed_heartbeats(6).batch_size(batch)
+}
+
+/// Registers a worker for job type `$job` running `$handler` with `$concurrency` jobs at once
+/// and the given shared data.
+macro_rules! queue_worker {
+    ($monitor:expr, $pool:expr, $job:ty, $concurrency:expr, $handler:expr, [$($data:ident),*]) => {{
+        let pool = $pool.clone();
+        let concurrency = $concurrency;
+        $(let $data = $data.clone();)*
+        $monitor.register(move |_restarts| {
+            WorkerBuilder::new(worker_name(<$job>::QUEUE))
+                .backend(
+                    PostgresStorage::<$job>::new(&pool)
+                        .with_config(storage_config(<$job>::QUEUE, concurrency.max(10)))
+                        .with_pubsub()
+                        .poll_with_interval(POLL),
+                )
+                .data(pool.clone())
+                $(.data($data.clone()))*
+                .concurrency(concurrency)
+                .build($handler)
+        })
+    }};
 }
 
 /// Runs every queue until `shutdown` resolves, then drains.
 pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let schedule = options.schedules.then(|| tokio::spawn(crate::schedule::run(pool.clone())));
-    let monitor = Monitor::new()
-        .register({
-            let pool = pool.clone();
-            let concurrency = options.concurrency;
-            move |_restarts| {
-                WorkerBuilder::new(worker_name(Housekeeping::QUEUE))
-                    .backend(
-                        PostgresStorage::<Housekeeping>::new(&pool)
-                            .with_config(storage_config(Housekeeping::QUEUE))
-                            .with_pubsub()
-                            .poll_with_interval(POLL),
-                    )
-                    .data(pool.clone())
-                    .concurrency(concurrency)
-                    .build(crate::housekeeping::handle)
-            }
-        })
-        .register({
-            let pool = pool.clone();
-            let concurrency = options.concurrency;
-            let checker = options.checker.clone();
-            move |_restarts| {
-                WorkerBuilder::new(worker_name(DomainSweep::QUEUE))
-                    .backend(
-                        PostgresStorage::<DomainSweep>::new(&pool)
-                            .with_config(storage_config(DomainSweep::QUEUE))
-                            .with_pubsub()
-                            .poll_with_interval(POLL),
-                    )
-                    .data(pool.clone())
-                    .data(checker.clone())
-                    .concurrency(concurrency)
-                    .build(crate::domains::handle_sweep)
-            }
-        })
-        .shutdown_timeout(options.shutdown_timeout);
+    let WorkerOptions { concurrency, deliver_concurrency, checker, delivery, .. } = options;
+    let monitor = Monitor::new();
+    let monitor = queue_worker!(monitor, pool, Housekeeping, concurrency, crate::housekeeping::handle, []);
+    let monitor = queue_worker!(monitor, pool, DomainSweep, concurrency, crate::domains::handle_sweep, [checker]);
+    let monitor = queue_worker!(monitor, pool, Deliver, deliver_concurrency, crate::deliver::handle, [delivery]);
+    let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
     let result = monitor
+        .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {
             shutdown.await;
             Ok(())

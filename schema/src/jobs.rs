@@ -40,8 +40,31 @@ impl Job for DomainSweep {
     const MAX_ATTEMPTS: usize = 5;
 }
 
+/// Delivers one email to each of its pending recipients (and reruns for delayed ones).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct Deliver {
+    pub email_id: uuid::Uuid,
+}
+
+impl Job for Deliver {
+    const QUEUE: &'static str = "deliver";
+    /// Runs that fail on Herald's side (the database down); SMTP retries are new jobs.
+    const MAX_ATTEMPTS: usize = 25;
+}
+
+/// Two hours after an ambiguous submission: fails the recipients no later event resolved.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ResolveAmbiguous {
+    pub email_id: uuid::Uuid,
+}
+
+impl Job for ResolveAmbiguous {
+    const QUEUE: &'static str = "resolve_ambiguous";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Every queue Herald runs, for operators.
-pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE];
+pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE];
 
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {
@@ -61,6 +84,25 @@ pub async fn enqueue_at<J: Job>(conn: &mut PgConnection, job: &J, run_at: System
         .await
         .map_err(|e| EnqueueError(e.to_string()))?;
     Ok(id)
+}
+
+/// Enqueues many jobs of one type in one statement, each at its own time.
+pub async fn enqueue_many<J: Job>(conn: &mut PgConnection, jobs: &[(J, SystemTime)]) -> Result<(), EnqueueError> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    let mut tasks = Vec::with_capacity(jobs.len());
+    for (job, run_at) in jobs {
+        let payload = serde_json::to_vec(job).map_err(|e| EnqueueError(e.to_string()))?;
+        tasks.push(
+            TaskBuilder::new(payload)
+                .task_id(TaskId::from_ulid(ulid::Ulid::generate()))
+                .max_attempts(J::MAX_ATTEMPTS)
+                .run_at_time(*run_at)
+                .build(),
+        );
+    }
+    apalis_postgres::queries::push_tasks(conn, J::QUEUE, tasks).await.map_err(|e| EnqueueError(e.to_string()))
 }
 
 /// Enqueues `job` after `delay`.

@@ -2,6 +2,7 @@
 //! every SQL statement (in [`store`]), job payloads and [`jobs::enqueue`].
 
 pub mod domain;
+pub mod email;
 pub mod ids;
 pub mod jobs;
 pub mod model;

@@ -2,7 +2,7 @@
 //! port), answering for every name from records the test changes between calls.
 
 use hickory_proto::op::{Edns, Header, HeaderCounts, Metadata, OpCode, ResponseCode};
-use hickory_proto::rr::rdata::{CNAME, MX, SOA, TXT};
+use hickory_proto::rr::rdata::{A, CNAME, MX, SOA, TXT};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
 use hickory_server::Server;
 use hickory_server::net::runtime::Time;
@@ -67,6 +67,10 @@ impl Zone {
 
     pub fn set_mx(&self, name: &str, priority: u16, host: &str) {
         self.set(name, RecordType::MX, vec![RData::MX(MX::new(priority, fqdn(host)))]);
+    }
+
+    pub fn set_a(&self, name: &str, address: Ipv4Addr) {
+        self.set(name, RecordType::A, vec![RData::A(A(address))]);
     }
 
     pub fn remove(&self, name: &str, kind: RecordType) {

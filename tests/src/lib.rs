@@ -2,7 +2,10 @@
 //! the real `herald` application on port 0, job workers on demand, and an HTTP client.
 
 pub mod cloudflare;
+pub mod dkim;
 pub mod dns;
+pub mod mail;
+pub mod smtp;
 
 use api::app::Application;
 use api::config::Config;
@@ -95,6 +98,8 @@ pub struct TestApp {
     pub checker: jobs::domains::DomainChecker,
     /// The DNS server this instance resolves through.
     pub dns: std::sync::Arc<dns::TestDns>,
+    /// The configuration it runs with.
+    pub config: Config,
 }
 
 /// The configuration tests run with: port 0 and small pools.
@@ -120,7 +125,7 @@ impl TestApp {
     /// Starts Herald with the configuration changed by `adjust`.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
         let database_url = fresh_database().await;
-        let pool = schema::connect(&database_url, 4).await.unwrap();
+        let pool = schema::connect(&database_url, 12).await.unwrap();
         let (team_id, key) = api::cli::create_team(&pool, "Test team").await.unwrap();
         let mut app = Self::start(&database_url, pool, adjust).await;
         app.team_id = team_id;
@@ -139,6 +144,7 @@ impl TestApp {
         let application = Application::build_with(config, pool.clone(), relaxed).await.unwrap();
         let base = format!("http://127.0.0.1:{}", application.port());
         let checker = application.state().checker.clone();
+        let config = application.state().config.clone();
         let (stop, stopped) = watch::channel(false);
         let server = tokio::spawn(application.run(wait_for_stop(stopped)));
         Self {
@@ -153,13 +159,16 @@ impl TestApp {
             workers: Vec::new(),
             checker,
             dns,
+            config,
         }
     }
 
     /// Runs the job workers in this test until `shutdown`.
     pub fn start_workers(&mut self) {
-        let checker = self.checker.clone();
-        let options = jobs::WorkerOptions { concurrency: 2, shutdown_timeout: Duration::from_secs(5), schedules: false, checker };
+        let mut options = api::cli::worker_options(&self.config, self.checker.clone());
+        options.concurrency = 2;
+        options.shutdown_timeout = Duration::from_secs(5);
+        options.schedules = false;
         let handle = tokio::spawn(jobs::run(self.pool.clone(), options, wait_for_stop(self.stop.subscribe())));
         self.workers.push(handle);
     }

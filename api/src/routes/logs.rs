@@ -1,7 +1,7 @@
 //! Request logs of the team: list with filters, and one log with its stored bodies.
 
 use crate::error::{ApiError, ApiResult};
-use crate::paging::{page_request, search_text};
+use crate::paging::{date_range, page_request, search_text};
 use crate::routes::Tag;
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -88,13 +88,7 @@ impl LogsApi {
         end_date: Query<Option<String>>,
     ) -> ApiResult<Json<LogList>> {
         let page = page_request(limit.0, after.0, before.0)?;
-        let start = start_date.0.as_deref().map(|raw| instant("start_date", raw)).transpose()?;
-        let end = end_date.0.as_deref().map(|raw| instant("end_date", raw)).transpose()?;
-        if let (Some(start), Some(end)) = (start, end)
-            && end < start
-        {
-            return Err(ApiError::invalid_parameter("end_date", "must not be before `start_date`"));
-        }
+        let (start, end) = date_range(start_date.0, end_date.0, false)?;
         let filter = ListFilter {
             status: status.0,
             source: source.0.map(|s| source_name("source", s)).transpose()?,
@@ -126,13 +120,6 @@ impl LogsApi {
     }
 }
 
-/// An ISO 8601 instant with a time and offset; a bare calendar date is refused.
-fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(raw.trim())
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| ApiError::invalid_parameter(name, "must be an ISO 8601 instant such as 2026-11-21T09:00:00Z"))
-}
-
 /// `api`, `dashboard` or `sdk:<name>`.
 fn source_name(name: &str, raw: String) -> ApiResult<String> {
     let valid = raw == "api" || raw == "dashboard" || raw.strip_prefix("sdk:").is_some_and(|n| !n.is_empty());
@@ -162,9 +149,9 @@ mod tests {
 
     #[test]
     fn a_bare_calendar_date_is_not_an_instant() {
-        assert_eq!(instant("start_date", "2026-11-21").unwrap_err().name, "invalid_parameter");
-        assert!(instant("start_date", "2026-11-21T10:00:00Z").is_ok());
-        assert!(instant("start_date", "2026-11-21T10:00:00+02:00").is_ok());
+        assert_eq!(crate::paging::instant("start_date", "2026-11-21").unwrap_err().name, "invalid_parameter");
+        assert!(crate::paging::instant("start_date", "2026-11-21T10:00:00Z").is_ok());
+        assert!(crate::paging::instant("start_date", "2026-11-21T10:00:00+02:00").is_ok());
     }
 
     #[test]

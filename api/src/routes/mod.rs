@@ -2,8 +2,10 @@
 
 pub mod api_keys;
 pub mod domains;
+pub mod emails;
 pub mod health;
 pub mod logs;
+pub mod suppressions;
 
 use poem_openapi::Tags;
 
@@ -19,13 +21,24 @@ pub enum Tag {
     Logs,
     /// Sending domains, their DNS records, verification and claims.
     Domains,
+    /// Transactional email: send, batch, read, reschedule, cancel.
+    Emails,
+    /// Addresses the team will not send to.
+    Suppressions,
 }
 
 /// Every API of the service, in document order.
-pub type Apis = (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi);
+pub type Apis = (
+    health::HealthApi,
+    api_keys::ApiKeysApi,
+    logs::LogsApi,
+    domains::DomainsApi,
+    emails::EmailsApi,
+    suppressions::SuppressionsApi,
+);
 
 pub fn apis() -> Apis {
-    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi)
+    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi, emails::EmailsApi, suppressions::SuppressionsApi)
 }
 
 /// `{ object, id }`, the answer of an update.

@@ -110,12 +110,16 @@ pub struct Holder {
     pub team_id: Uuid,
     pub verified_at: Option<DateTime<Utc>>,
     pub last_sent_at: Option<DateTime<Utc>>,
+    /// Whether the holder has mail scheduled from the domain.
+    pub has_scheduled_mail: bool,
 }
 
 /// The copy of `name` currently held by a team other than `claimant`.
 pub async fn holder(conn: &mut PgConnection, claimant: Uuid, name: &str) -> sqlx::Result<Option<Holder>> {
     sqlx::query_as(
-        "SELECT id, team_id, verified_at, last_sent_at FROM domains
+        "SELECT id, team_id, verified_at, last_sent_at,
+                EXISTS (SELECT 1 FROM emails e WHERE e.domain_id = domains.id AND e.last_event = 'scheduled') AS has_scheduled_mail
+         FROM domains
          WHERE name = $1 AND team_id <> $2 AND first_verified_at IS NOT NULL
            AND status NOT IN ('disabled', 'claiming', 'claim_expired')
          FOR UPDATE",

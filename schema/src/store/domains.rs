@@ -351,6 +351,21 @@ pub async fn start_rotation(conn: &mut PgConnection, id: Uuid, private_pem: &str
     Ok(())
 }
 
+/// The names of the team's verified domains (the sandbox lets mail reach them).
+pub async fn verified_names(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<String>> {
+    sqlx::query_scalar("SELECT name FROM domains WHERE team_id = $1 AND status = 'verified'").bind(team_id).fetch_all(conn).await
+}
+
+/// Records that the domain just sent (claim transfers wait 24 hours after it).
+pub async fn mark_sent(conn: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE domains SET last_sent_at = $2 WHERE id = $1 AND (last_sent_at IS NULL OR last_sent_at < $2 - interval '1 minute')")
+        .bind(id)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
 /// The private key a domain signs with (PKCS#1 PEM).
 pub async fn signing_key(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<String>> {
     sqlx::query_scalar("SELECT dkim_private_key FROM domains WHERE id = $1").bind(id).fetch_optional(conn).await

@@ -11,6 +11,8 @@ pub struct NewEvent {
     pub team_id: Uuid,
     pub event_type: &'static str,
     pub data: Value,
+    /// The email whose timeline this event belongs to.
+    pub email_id: Option<Uuid>,
 }
 
 /// Writes events in one statement.
@@ -22,11 +24,16 @@ pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<
     let teams: Vec<Uuid> = events.iter().map(|e| e.team_id).collect();
     let types: Vec<&str> = events.iter().map(|e| e.event_type).collect();
     let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
-    sqlx::query("INSERT INTO events (id, team_id, type, data) SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[])")
+    let emails: Vec<Option<Uuid>> = events.iter().map(|e| e.email_id).collect();
+    sqlx::query(
+        "INSERT INTO events (id, team_id, type, data, email_id)
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::uuid[])",
+    )
         .bind(&ids)
         .bind(&teams)
         .bind(&types)
         .bind(&data)
+        .bind(&emails)
         .execute(conn)
         .await?;
     Ok(())

@@ -5,12 +5,15 @@ pub mod api_keys;
 pub mod auth;
 pub mod claims;
 pub mod domains;
+pub mod emails;
 pub mod events;
 pub mod idempotency;
 pub mod jobs;
 pub mod request_logs;
 pub mod schedule;
+pub mod suppressions;
 pub mod teams;
+pub mod usage;
 
 /// Escapes `%`, `_` and `\` so a client's search text matches literally inside `ILIKE '%…%'`.
 pub fn like_pattern(search: &str) -> String {

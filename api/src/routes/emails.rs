@@ -1,0 +1,490 @@
+//! Sent email: send one or a batch, list and read them with their timeline, reschedule,
+//! cancel, and read attachments.
+
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::idempotency::{self, Begin, IdempotencyKey};
+use crate::paging::{date_range, page_request, search_text};
+use crate::routes::{Tag, Updated};
+use crate::send::{self, SendEmail};
+use crate::state::{AppState, Caller};
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::param::{Header, Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object};
+use schema::jobs::Deliver;
+use schema::store::emails::{self, Email, Recipient};
+use schema::store::events::{self, NewEvent};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use uuid::Uuid;
+
+pub struct EmailsApi;
+
+/// `{ id }`: the email is durably recorded and accepted for sending (not delivered).
+#[derive(Object, Clone)]
+pub struct Sent {
+    /// The email's id.
+    pub id: String,
+}
+
+/// The answer of a batch: one `{ id }` per send, in order.
+#[derive(Object)]
+pub struct SentBatch {
+    pub data: Vec<Sent>,
+}
+
+/// An answer that may be a replay of an idempotent request.
+#[derive(ApiResponse)]
+pub enum SendResponse {
+    /// Accepted (or the original answer to this `Idempotency-Key`).
+    #[oai(status = 200)]
+    Ok(Json<Value>),
+}
+
+/// One recipient and how its delivery stands.
+#[derive(Object)]
+pub struct RecipientView {
+    /// The bare address.
+    pub email: String,
+    /// `to`, `cc` or `bcc`.
+    pub kind: String,
+    /// `queued`, `sending`, `delayed`, `sent`, `delivered`, `bounced`, `complained`, `failed`,
+    /// `suppressed`, `ambiguous` or `canceled`.
+    pub status: String,
+    /// Submission attempts so far.
+    pub attempts: i32,
+    /// The last SMTP reply or failure.
+    pub last_response: Option<String>,
+}
+
+/// One event of an email's timeline.
+#[derive(Object)]
+pub struct TimelineItem {
+    pub id: String,
+    /// The event type, such as `email.delivered`.
+    #[oai(rename = "type")]
+    pub event_type: String,
+    pub created_at: DateTime<Utc>,
+    /// The event's data, as webhooks deliver it.
+    pub data: Value,
+}
+
+/// A sent email.
+#[derive(Object)]
+pub struct EmailView {
+    /// Always `email`.
+    pub object: String,
+    pub id: String,
+    pub from: String,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    pub bcc: Vec<String>,
+    pub reply_to: Vec<String>,
+    pub subject: String,
+    pub html: Option<String>,
+    pub text: Option<String>,
+    /// Custom headers, name to value.
+    pub headers: Value,
+    /// Tags, name to value.
+    pub tags: Value,
+    /// The Message-ID header's value (without angle brackets).
+    pub message_id: String,
+    /// The latest event: `queued`, `scheduled`, `sent`, `delivered`, `delivery_delayed`,
+    /// `bounced`, `complained`, `failed`, `canceled` or `suppressed`.
+    pub last_event: String,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    /// Why the email failed (`ambiguous_submission`, `tls_required`).
+    pub failed_reason: Option<String>,
+    /// The key that sent it.
+    pub api_key_id: Option<String>,
+    /// Size of the bodies and attachments in bytes.
+    pub size: i32,
+    pub created_at: DateTime<Utc>,
+    /// Per-recipient delivery (retrieve only).
+    pub recipients: Option<Vec<RecipientView>>,
+    /// The email's events, oldest first (retrieve only).
+    pub events: Option<Vec<TimelineItem>>,
+}
+
+/// A page of emails.
+#[derive(Object)]
+pub struct EmailList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<EmailView>,
+}
+
+/// Body of `PATCH /emails/{email_id}`.
+#[derive(Object, Deserialize)]
+pub struct Reschedule {
+    /// The new time: ISO 8601 or a phrase, 1 minute to 30 days ahead.
+    pub scheduled_at: String,
+}
+
+/// An attachment of a sent email.
+#[derive(Object)]
+pub struct AttachmentView {
+    /// Always `attachment`.
+    pub object: String,
+    pub id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub content_id: Option<String>,
+    /// Bytes.
+    pub size: i32,
+    /// The bytes, base64 (retrieve only).
+    pub content: Option<String>,
+}
+
+/// The attachments of an email.
+#[derive(Object)]
+pub struct AttachmentList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<AttachmentView>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Emails")]
+impl EmailsApi {
+    /// Send an email. Answers `{ id }` once the email, its recipients and its delivery job are
+    /// committed: accepted for sending, not delivered.
+    #[oai(path = "/emails", method = "post", operation_id = "send-email")]
+    async fn send(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// 1 to 256 characters; a replay within 24 hours answers the original response.
+        #[oai(name = "Idempotency-Key")]
+        idempotency_key: Header<Option<String>>,
+        body: Body<SendEmail>,
+    ) -> ApiResult<SendResponse> {
+        let Body(body, raw) = body;
+        let now = Utc::now();
+        idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails", &raw, || async {
+            let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
+            let mut conn = state.pool.acquire().await?;
+            let facts = send::team_facts(&mut conn, caller.team_id).await?;
+            let ready = send::authorize(&mut conn, &caller, &facts, parsed, None, &mut HashMap::new()).await?;
+            drop(conn);
+            Ok(vec![ready])
+        }, |ids| json!({ "id": ids[0] }))
+        .await
+    }
+
+    /// Send up to 100 emails in one request, validated all or nothing (errors name the index).
+    /// Uses one rate-limit token.
+    #[oai(path = "/emails/batch", method = "post", operation_id = "send-batch-emails")]
+    async fn batch(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// 1 to 256 characters; a replay within 24 hours answers the original response.
+        #[oai(name = "Idempotency-Key")]
+        idempotency_key: Header<Option<String>>,
+        body: Body<Vec<SendEmail>>,
+    ) -> ApiResult<SendResponse> {
+        let Body(items, raw) = body;
+        let now = Utc::now();
+        if items.is_empty() || items.len() > schema::email::MAX_BATCH {
+            return Err(ApiError::invalid_field("body", format!("a batch holds 1 to {} emails", schema::email::MAX_BATCH)));
+        }
+        idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails/batch", &raw, || async {
+            let mut parsed = Vec::with_capacity(items.len());
+            let mut problems = Vec::new();
+            for (index, item) in items.into_iter().enumerate() {
+                match send::parse(item, Some(index), now) {
+                    Ok(one) => parsed.push(one),
+                    Err(found) => problems.extend(found),
+                }
+            }
+            if !problems.is_empty() {
+                return Err(send::problems_error(problems));
+            }
+            let mut conn = state.pool.acquire().await?;
+            let facts = send::team_facts(&mut conn, caller.team_id).await?;
+            let mut cache = HashMap::new();
+            let mut ready = Vec::with_capacity(parsed.len());
+            for (index, one) in parsed.into_iter().enumerate() {
+                ready.push(send::authorize(&mut conn, &caller, &facts, one, Some(index), &mut cache).await?);
+            }
+            drop(conn);
+            Ok(ready)
+        }, |ids| json!({ "data": ids.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>() }))
+        .await
+    }
+
+    /// List the team's emails, newest first.
+    #[oai(path = "/emails", method = "get", operation_id = "list-emails")]
+    #[allow(clippy::too_many_arguments)]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<String>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<String>>,
+        /// Only emails whose latest event is this one.
+        status: Query<Option<String>>,
+        /// Only emails sent with this key.
+        api_key_id: Query<Option<String>>,
+        /// ISO 8601 instant or calendar date, inclusive.
+        start_date: Query<Option<String>>,
+        /// ISO 8601 instant or calendar date, inclusive.
+        end_date: Query<Option<String>>,
+        /// 1 to 200 characters, case-insensitive, against the subject, sender and recipients.
+        search: Query<Option<String>>,
+        /// Comma-separated `name` or `name:value`; every one must match.
+        tags: Query<Option<String>>,
+    ) -> ApiResult<Json<EmailList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let (start, end) = date_range(start_date.0, end_date.0, true)?;
+        const STATUSES: &[&str] = &[
+            "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced", "complained", "failed", "canceled", "suppressed",
+        ];
+        if let Some(status) = &status.0
+            && !STATUSES.contains(&status.as_str())
+        {
+            return Err(ApiError::invalid_parameter("status", format!("must be one of {}", STATUSES.join(", "))));
+        }
+        let api_key_id = api_key_id
+            .0
+            .map(|raw| schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter("api_key_id", "must be a key id")))
+            .transpose()?;
+        let (tag_names, tag_pairs) = tag_filter(tags.0.as_deref())?;
+        let filter = emails::ListFilter { status: status.0, api_key_id, start, end, search: search_text(search.0, 200)?, tag_names, tag_pairs };
+        let mut conn = state.pool.acquire().await?;
+        let page = emails::list(&mut conn, caller.team_id, &filter, &page).await?;
+        let ids: Vec<Uuid> = page.data.iter().map(|e| e.id).collect();
+        let recipients = emails::recipients(&mut conn, &ids).await?;
+        let data = page.data.into_iter().map(|email| view(email, &recipients, false)).collect();
+        Ok(Json(EmailList { object: "list".into(), has_more: page.has_more, data }))
+    }
+
+    /// Retrieve an email with its recipients' delivery and its event timeline.
+    #[oai(path = "/emails/:email_id", method = "get", operation_id = "get-email")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<EmailView>> {
+        let id = email_id_of(&email_id.0)?;
+        let mut conn = state.pool.acquire().await?;
+        let email = emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let recipients = emails::recipients(&mut conn, &[id]).await?;
+        let timeline = emails::timeline(&mut conn, id).await?;
+        let mut view = view(email, &recipients, true);
+        view.events = Some(
+            timeline
+                .into_iter()
+                .map(|e| TimelineItem { id: e.id.to_string(), event_type: e.event_type, created_at: e.created_at, data: e.data })
+                .collect(),
+        );
+        Ok(Json(view))
+    }
+
+    /// Reschedule a scheduled email. Once a worker has dispatched it: `409 resource_locked`.
+    #[oai(path = "/emails/:email_id", method = "patch", operation_id = "update-email")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        body: Body<Reschedule>,
+    ) -> ApiResult<Json<Updated>> {
+        let id = email_id_of(&email_id.0)?;
+        let at = schema::when::parse_scheduled_at(&body.0.scheduled_at, Utc::now())
+            .map_err(|e| ApiError::invalid_field("scheduled_at", e.message()))?;
+        let mut tx = state.pool.begin().await?;
+        let email = emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        if email.dispatched_at.is_some() || email.last_event != "scheduled" {
+            return Err(locked(&email));
+        }
+        emails::reschedule(&mut tx, id, at).await?;
+        schema::jobs::enqueue_at(&mut tx, &Deliver { email_id: id }, at.into()).await.map_err(anyhow::Error::from)?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "email".into(), id: id.to_string() }))
+    }
+
+    /// Cancel an email no worker has dispatched yet; emits `email.canceled`. Once dispatched:
+    /// `409 resource_locked`.
+    #[oai(path = "/emails/:email_id/cancel", method = "post", operation_id = "cancel-email")]
+    async fn cancel(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<Updated>> {
+        let id = email_id_of(&email_id.0)?;
+        let mut tx = state.pool.begin().await?;
+        let email = emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        if email.dispatched_at.is_some() || !matches!(email.last_event.as_str(), "scheduled" | "queued") {
+            return Err(locked(&email));
+        }
+        emails::cancel(&mut tx, id).await?;
+        let recipients = emails::recipients(&mut tx, &[id]).await?;
+        let to: Vec<&str> = recipients.iter().map(|r| r.email.as_str()).collect();
+        let event = NewEvent { team_id: caller.team_id, event_type: "email.canceled", data: email.event_data(&to, None), email_id: Some(id) };
+        events::emit(&mut tx, &[event]).await?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "email".into(), id: id.to_string() }))
+    }
+
+    /// List an email's attachments (without their bytes).
+    #[oai(path = "/emails/:email_id/attachments", method = "get", operation_id = "list-email-attachments")]
+    async fn attachments(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<AttachmentList>> {
+        let id = email_id_of(&email_id.0)?;
+        let mut conn = state.pool.acquire().await?;
+        emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let data = emails::attachments(&mut conn, id).await?.into_iter().map(|a| attachment_view(a, None)).collect();
+        Ok(Json(AttachmentList { object: "list".into(), has_more: false, data }))
+    }
+
+    /// Retrieve one attachment with its bytes (base64).
+    #[oai(path = "/emails/:email_id/attachments/:attachment_id", method = "get", operation_id = "get-email-attachment")]
+    async fn attachment(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        attachment_id: Path<String>,
+    ) -> ApiResult<Json<AttachmentView>> {
+        let id = email_id_of(&email_id.0)?;
+        let attachment_id = schema::ids::parse_id(&attachment_id.0).ok_or_else(|| ApiError::not_found("Attachment"))?;
+        let mut conn = state.pool.acquire().await?;
+        emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let (attachment, content) =
+            emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
+        Ok(Json(attachment_view(attachment, Some(base64::engine::general_purpose::STANDARD.encode(content)))))
+    }
+}
+
+/// Runs a send under its idempotency key: a replay answers the stored response; otherwise
+/// `prepare` builds the emails (reads only), then one transaction accepts them and stores the
+/// answer `answer(ids)`.
+async fn idempotent<F, Fut>(
+    state: &AppState,
+    caller: &Caller,
+    key: Option<&str>,
+    path: &str,
+    raw: &[u8],
+    prepare: F,
+    answer: impl Fn(&[Uuid]) -> Value,
+) -> ApiResult<SendResponse>
+where
+    F: FnOnce() -> Fut,
+    Fut: std::future::Future<Output = ApiResult<Vec<send::Ready>>>,
+{
+    let key = IdempotencyKey::parse(key)?;
+    let print = idempotency::fingerprint("POST", path, raw);
+    let claimed = match idempotency::begin(&state.pool, caller.team_id, key.as_ref(), &print).await? {
+        Begin::Replay { body, .. } => return Ok(SendResponse::Ok(Json(body))),
+        Begin::Proceed(claimed) => claimed,
+    };
+    let result = async {
+        let ready = prepare().await?;
+        let mut tx = state.pool.begin().await?;
+        let ids = send::accept(&mut tx, caller.team_id, ready, Utc::now()).await?;
+        let body = answer(&ids);
+        if let Some(claimed) = &claimed {
+            claimed.complete(&mut tx, StatusCode::OK, &body).await?;
+        }
+        tx.commit().await?;
+        Ok(body)
+    }
+    .await;
+    match result {
+        Ok(body) => Ok(SendResponse::Ok(Json(body))),
+        Err(error) => {
+            if let Some(claimed) = claimed {
+                claimed.release(&state.pool).await;
+            }
+            Err(error)
+        }
+    }
+}
+
+/// A path's email id; anything that is not an id is 404 like a missing email.
+fn email_id_of(raw: &str) -> ApiResult<Uuid> {
+    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Email"))
+}
+
+fn locked(email: &Email) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "resource_locked",
+        format!("The email is already {}; it can no longer be rescheduled or canceled.", match email.last_event.as_str() {
+            "scheduled" | "queued" => "dispatched",
+            other => other,
+        }),
+    )
+}
+
+/// `name` and `name:value` terms of the `tags` filter.
+fn tag_filter(raw: Option<&str>) -> ApiResult<(Vec<String>, Value)> {
+    let mut names = Vec::new();
+    let mut pairs = BTreeMap::new();
+    for term in raw.unwrap_or_default().split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match term.split_once(':') {
+            Some((name, value)) => {
+                schema::email::check_tag(name, value).map_err(|m| ApiError::invalid_parameter("tags", m))?;
+                pairs.insert(name.to_string(), value.to_string());
+            }
+            None => {
+                schema::email::check_tag(term, "x").map_err(|m| ApiError::invalid_parameter("tags", m))?;
+                names.push(term.to_string());
+            }
+        }
+    }
+    Ok((names, json!(pairs)))
+}
+
+fn view(email: Email, recipients: &[Recipient], full: bool) -> EmailView {
+    let own: Vec<&Recipient> = recipients.iter().filter(|r| r.email_id == email.id).collect();
+    let of_kind = |kind: &str| own.iter().filter(|r| r.kind == kind).map(|r| r.address.clone()).collect::<Vec<_>>();
+    EmailView {
+        object: "email".into(),
+        id: email.id.to_string(),
+        from: email.from_header,
+        to: of_kind("to"),
+        cc: of_kind("cc"),
+        bcc: of_kind("bcc"),
+        reply_to: email.reply_to,
+        subject: email.subject,
+        html: if full { email.html } else { None },
+        text: if full { email.text } else { None },
+        headers: email.headers,
+        tags: email.tags,
+        message_id: email.message_id,
+        last_event: email.last_event,
+        scheduled_at: email.scheduled_at,
+        failed_reason: email.failed_reason,
+        api_key_id: email.api_key_id.map(|id| id.to_string()),
+        size: email.size_bytes,
+        created_at: email.created_at,
+        recipients: full.then(|| {
+            own.iter()
+                .map(|r| RecipientView {
+                    email: r.email.clone(),
+                    kind: r.kind.clone(),
+                    status: r.status.clone(),
+                    attempts: r.attempts,
+                    last_response: r.last_response.clone(),
+                })
+                .collect()
+        }),
+        events: None,
+    }
+}
+
+fn attachment_view(attachment: emails::Attachment, content: Option<String>) -> AttachmentView {
+    AttachmentView {
+        object: "attachment".into(),
+        id: attachment.id.to_string(),
+        filename: attachment.filename,
+        content_type: attachment.content_type,
+        content_id: attachment.content_id,
+        size: attachment.size,
+        content,
+    }
+}

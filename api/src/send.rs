@@ -1,0 +1,614 @@
+//! Accepting sends: a request body becomes a [`NewEmail`] (every rule of document B's send
+//! table, one `errors[]` entry per failing field), is authorized (verified from-domain, key pin,
+//! sandbox), and is committed with its recipients, events, quota count and delivery job in one
+//! transaction.
+
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::state::Caller;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem_openapi::{Object, Union};
+use schema::domain::DomainStatus;
+use schema::email::{self as rules, Mailbox};
+use schema::jobs::Deliver;
+use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
+use schema::store::events::{self, NewEvent};
+use schema::store::{domains, emails, suppressions, usage};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime};
+use uuid::Uuid;
+
+/// One address or a list of them.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum Addresses {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Addresses {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            Addresses::One(one) => vec![one],
+            Addresses::Many(many) => many,
+        }
+    }
+}
+
+/// An attachment: `filename` and exactly one of `content` (base64) or `path` (https URL).
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct AttachmentIn {
+    /// The file name shown to the recipient.
+    pub filename: Option<String>,
+    /// The file's bytes, base64.
+    pub content: Option<String>,
+    /// An https URL Herald fetches (at most 40 MB, 10 seconds; never a loopback, private or
+    /// link-local address).
+    pub path: Option<String>,
+    /// The MIME type; guessed from the file name when omitted.
+    pub content_type: Option<String>,
+    /// Makes the attachment inline, referenced from the HTML as `cid:<content_id>`.
+    pub content_id: Option<String>,
+}
+
+/// A tag: `{ name, value }`.
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct TagIn {
+    /// 1 to 252 characters of A-Z, a-z, 0-9, `_`, `-`.
+    pub name: Option<String>,
+    /// 1 to 256 characters of A-Z, a-z, 0-9, `_`, `-`.
+    pub value: Option<String>,
+}
+
+/// Body of `POST /emails` (and each item of `POST /emails/batch`).
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct SendEmail {
+    /// `address` or `Name <address>` on a domain verified by the team.
+    pub from: Option<String>,
+    /// Recipients; `to`, `cc` and `bcc` together at most 50.
+    pub to: Option<Addresses>,
+    pub cc: Option<Addresses>,
+    pub bcc: Option<Addresses>,
+    /// Reply-To addresses (not counted toward the recipient cap).
+    pub reply_to: Option<Addresses>,
+    /// One line, at most 998 bytes of UTF-8.
+    pub subject: Option<String>,
+    /// HTML body; `html` and `text` together at most 2 MB; at least one is required.
+    pub html: Option<String>,
+    /// Plain-text body.
+    pub text: Option<String>,
+    /// ISO 8601 instant or a phrase (`in 2 hours`, `tomorrow at 9am`), read as UTC, 1 minute
+    /// to 30 days ahead.
+    pub scheduled_at: Option<String>,
+    /// Custom headers, name to value; reserved headers are refused.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Up to 100 attachments.
+    pub attachments: Option<Vec<AttachmentIn>>,
+    /// Up to 50 tags with unique names.
+    pub tags: Option<Vec<TagIn>>,
+    /// Reserved for a later release: a send carrying it is `422 invalid_parameter`.
+    pub topic_id: Option<String>,
+}
+
+/// A send that passed the body rules, before authorization.
+#[derive(Debug)]
+pub struct ParsedSend {
+    from: Mailbox,
+    from_header: String,
+    recipients: Vec<(&'static str, String, Mailbox)>,
+    reply_to: Vec<String>,
+    subject: String,
+    html: Option<String>,
+    text: Option<String>,
+    scheduled_at: Option<DateTime<Utc>>,
+    headers: BTreeMap<String, String>,
+    tags: BTreeMap<String, String>,
+    attachments: Vec<PendingAttachment>,
+}
+
+#[derive(Debug)]
+struct PendingAttachment {
+    filename: String,
+    content_type: String,
+    content_id: Option<String>,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Bytes(Vec<u8>),
+    Url(String),
+}
+
+/// One problem found in a body.
+struct Problem {
+    status: StatusCode,
+    name: &'static str,
+    path: String,
+    message: String,
+}
+
+/// Collects problems; the answer takes the status and name of the first.
+struct Problems {
+    prefix: String,
+    list: Vec<Problem>,
+}
+
+impl Problems {
+    fn add(&mut self, status: StatusCode, name: &'static str, path: &str, message: impl Into<String>) {
+        self.list.push(Problem { status, name, path: format!("{}{path}", self.prefix), message: message.into() });
+    }
+    fn missing(&mut self, path: &str) {
+        self.add(StatusCode::UNPROCESSABLE_ENTITY, "missing_required_field", path, "is required");
+    }
+    fn invalid(&mut self, path: &str, message: impl Into<String>) {
+        self.add(StatusCode::BAD_REQUEST, "validation_error", path, message);
+    }
+    fn attachment(&mut self, path: &str, message: impl Into<String>) {
+        self.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", path, message);
+    }
+}
+
+/// Turns problems into one error: the first problem's status and name, the message naming its
+/// field, and every problem of that name in `errors[]`.
+fn into_error(problems: Vec<Problem>) -> Option<ApiError> {
+    let first = problems.first()?;
+    let mut error = ApiError::new(first.status, first.name, format!("Invalid `{}`: {}", first.path, first.message));
+    if first.name == "missing_required_field" {
+        error.message = format!("Missing `{}` field.", first.path);
+    }
+    error.errors = problems
+        .iter()
+        .filter(|p| p.name == first.name)
+        .map(|p| FieldError { path: p.path.clone(), message: p.message.clone() })
+        .collect();
+    Some(error)
+}
+
+/// Applies the body rules to one send (`index` names it inside a batch).
+pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Result<ParsedSend, Vec<ProblemOut>> {
+    let mut p = Problems { prefix: index.map(|i| format!("[{i}].")).unwrap_or_default(), list: Vec::new() };
+    if body.from.is_none() {
+        p.missing("from");
+    }
+    if body.to.is_none() {
+        p.missing("to");
+    }
+    if body.subject.is_none() {
+        p.missing("subject");
+    }
+    if body.html.is_none() && body.text.is_none() {
+        p.missing("html");
+    }
+    if body.topic_id.is_some() {
+        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "topic_id", "is reserved for a later release");
+    }
+    let from = body.from.as_deref().and_then(|raw| Mailbox::parse(raw).map_err(|m| p.invalid("from", m)).ok());
+    let mut recipients = Vec::new();
+    for (kind, list) in [("to", body.to), ("cc", body.cc), ("bcc", body.bcc)] {
+        for (i, raw) in list.map(Addresses::into_vec).unwrap_or_default().into_iter().enumerate() {
+            match Mailbox::parse(&raw) {
+                Ok(mailbox) => recipients.push((kind, raw.trim().to_string(), mailbox)),
+                Err(message) => p.invalid(&format!("{kind}[{i}]"), message),
+            }
+        }
+    }
+    if recipients.len() > rules::MAX_RECIPIENTS {
+        p.invalid("to", format!("`to`, `cc` and `bcc` together take at most {} addresses", rules::MAX_RECIPIENTS));
+    }
+    let mut reply_to = Vec::new();
+    for (i, raw) in body.reply_to.map(Addresses::into_vec).unwrap_or_default().into_iter().enumerate() {
+        match Mailbox::parse(&raw) {
+            Ok(mailbox) => reply_to.push(mailbox.header_form()),
+            Err(message) => p.invalid(&format!("reply_to[{i}]"), message),
+        }
+    }
+    if let Some(subject) = &body.subject
+        && let Err(message) = rules::check_subject(subject)
+    {
+        p.invalid("subject", message);
+    }
+    let body_bytes = body.html.as_ref().map_or(0, String::len) + body.text.as_ref().map_or(0, String::len);
+    if body_bytes > rules::MAX_BODY_BYTES {
+        p.invalid("html", "`html` and `text` together must be at most 2 MB");
+    }
+    let scheduled_at = body.scheduled_at.as_deref().and_then(|raw| {
+        schema::when::parse_scheduled_at(raw, now).map_err(|e| p.invalid("scheduled_at", e.message())).ok()
+    });
+    let headers = body.headers.unwrap_or_default();
+    for (name, value) in &headers {
+        if let Err(message) = rules::check_header(name, value) {
+            p.invalid(&format!("headers.{name}"), message);
+        }
+    }
+    let mut tags = BTreeMap::new();
+    let tag_list = body.tags.unwrap_or_default();
+    if tag_list.len() > rules::MAX_TAGS {
+        p.invalid("tags", format!("at most {} tags", rules::MAX_TAGS));
+    }
+    for (i, tag) in tag_list.into_iter().enumerate() {
+        let (Some(name), Some(value)) = (tag.name, tag.value) else {
+            p.missing(&format!("tags[{i}].name"));
+            continue;
+        };
+        if let Err(message) = rules::check_tag(&name, &value) {
+            p.invalid(&format!("tags[{i}]"), message);
+        } else if tags.insert(name.clone(), value).is_some() {
+            p.invalid(&format!("tags[{i}].name"), format!("`{name}` is used twice"));
+        }
+    }
+    let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
+    if !p.list.is_empty() {
+        return Err(p.list.into_iter().map(ProblemOut).collect());
+    }
+    let from = from.expect("checked above");
+    Ok(ParsedSend {
+        from_header: from.header_form(),
+        from,
+        recipients,
+        reply_to,
+        subject: body.subject.unwrap_or_default(),
+        html: body.html,
+        text: body.text,
+        scheduled_at,
+        headers,
+        tags,
+        attachments,
+    })
+}
+
+/// A problem handed out of [`parse`] (merged across a batch).
+pub struct ProblemOut(Problem);
+
+/// The error for a batch's problems (or one send's).
+pub fn problems_error(problems: Vec<ProblemOut>) -> ApiError {
+    into_error(problems.into_iter().map(|p| p.0).collect()).unwrap_or_else(|| ApiError::invalid_field("body", "is invalid"))
+}
+
+fn parse_attachments(list: Vec<AttachmentIn>, p: &mut Problems) -> Vec<PendingAttachment> {
+    if list.len() > rules::MAX_ATTACHMENTS {
+        p.attachment("attachments", format!("at most {} attachments", rules::MAX_ATTACHMENTS));
+        return Vec::new();
+    }
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for (i, attachment) in list.into_iter().enumerate() {
+        let path = format!("attachments[{i}]");
+        let Some(filename) = attachment.filename else {
+            p.attachment(&format!("{path}.filename"), "is required");
+            continue;
+        };
+        if let Err(message) = rules::check_filename(&filename) {
+            p.attachment(&format!("{path}.filename"), message);
+            continue;
+        }
+        let source = match (attachment.content, attachment.path) {
+            (Some(_), Some(_)) => {
+                p.attachment(&path, "give either `content` or `path`, not both");
+                continue;
+            }
+            (None, None) => {
+                p.attachment(&path, "needs `content` (base64) or `path` (an https URL)");
+                continue;
+            }
+            (Some(content), None) => {
+                let cleaned: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+                match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+                    Ok(bytes) => {
+                        total += bytes.len();
+                        Source::Bytes(bytes)
+                    }
+                    Err(_) => {
+                        p.attachment(&format!("{path}.content"), "is not valid base64");
+                        continue;
+                    }
+                }
+            }
+            (None, Some(url)) => match check_url(&url) {
+                Ok(()) => Source::Url(url),
+                Err(message) => {
+                    p.attachment(&format!("{path}.path"), message);
+                    continue;
+                }
+            },
+        };
+        let content_type = attachment.content_type.unwrap_or_else(|| rules::content_type_for(&filename).to_string());
+        if let Err(message) = rules::check_content_type(&content_type) {
+            p.attachment(&format!("{path}.content_type"), message);
+            continue;
+        }
+        if let Some(content_id) = &attachment.content_id
+            && let Err(message) = rules::check_content_id(content_id)
+        {
+            p.attachment(&format!("{path}.content_id"), message);
+            continue;
+        }
+        out.push(PendingAttachment { filename, content_type, content_id: attachment.content_id, source });
+    }
+    if total > rules::MAX_ATTACHMENT_BYTES {
+        p.attachment("attachments", "attachments together must be at most 40 MB");
+    }
+    out
+}
+
+/// An attachment URL must be https with a host.
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
+    if parsed.scheme() != "https" {
+        return Err("must be an https URL".into());
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("must name a host".into());
+    }
+    Ok(())
+}
+
+/// Whether an address is one the service must never fetch from.
+pub fn is_internal(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.octets()[0] == 0
+                || (v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1]))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_internal(IpAddr::V4(v4));
+            }
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (v6.segments()[0] & 0xfe00) == 0xfc00
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+/// Fetches an attachment: the host's every address must be public, the connection is pinned
+/// to the checked address, no redirects, at most 40 MB within 10 seconds.
+async fn fetch(url: &str) -> Result<Vec<u8>, String> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
+    let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
+        .await
+        .map_err(|_| format!("`{host}` does not resolve"))?
+        .collect();
+    let Some(first) = addresses.first().copied() else { return Err(format!("`{host}` does not resolve")) };
+    if addresses.iter().any(|a| is_internal(a.ip())) {
+        return Err("fetching from loopback, private or link-local addresses is blocked".into());
+    }
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(Duration::from_secs(10))
+        .resolve(&host, first)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut response = client.get(parsed).send().await.map_err(|e| format!("could not be fetched: {e}"))?;
+    if !response.status().is_success() {
+        return Err(format!("could not be fetched: the server answered {}", response.status()));
+    }
+    let mut bytes = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("could not be fetched: {e}"))? {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() > rules::MAX_ATTACHMENT_BYTES {
+            return Err("is larger than 40 MB".into());
+        }
+    }
+    Ok(bytes)
+}
+
+/// A send that is authorized and ready to insert.
+pub struct Ready {
+    pub email: NewEmail,
+}
+
+/// The sandbox regions and verified domains of a team, read once per request.
+pub struct TeamFacts {
+    pub sandbox_regions: Vec<String>,
+    pub verified_domains: Vec<String>,
+}
+
+/// Loads what authorization needs.
+pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid) -> ApiResult<TeamFacts> {
+    let team = schema::store::teams::get(conn, team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+    let verified_domains = domains::verified_names(conn, team_id).await?;
+    Ok(TeamFacts { sandbox_regions: team.sandbox_regions, verified_domains })
+}
+
+/// Authorizes a parsed send (from-domain verified on the team, the key's pin, the sandbox),
+/// fetches its URL attachments, and builds the row to insert.
+pub async fn authorize(
+    conn: &mut PgConnection,
+    caller: &Caller,
+    facts: &TeamFacts,
+    send: ParsedSend,
+    index: Option<usize>,
+    domain_cache: &mut HashMap<String, Option<domains::Domain>>,
+) -> ApiResult<Ready> {
+    let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
+    let from_domain = send.from.domain().to_string();
+    if !domain_cache.contains_key(&from_domain) {
+        let found = domains::find_by_name(conn, caller.team_id, &from_domain).await?;
+        domain_cache.insert(from_domain.clone(), found);
+    }
+    let domain = domain_cache
+        .get(&from_domain)
+        .cloned()
+        .flatten()
+        .filter(|d| d.status == DomainStatus::Verified && d.sending_enabled)
+        .ok_or_else(|| {
+            ApiError::not_allowed(format!(
+                "The {from_domain} domain is not verified. Add and verify it on the Domains page, then send again."
+            ))
+            .with_error(format!("{prefix}from"), "the domain is not verified on this team")
+        })?;
+    if caller.domain_id.is_some_and(|pinned| pinned != domain.id) {
+        return Err(ApiError::not_allowed(format!("This API key can only send from its own domain, not {from_domain}."))
+            .with_error(format!("{prefix}from"), "the key is pinned to another domain"));
+    }
+    let region = domain.region.as_str().to_string();
+    if facts.sandbox_regions.contains(&region) {
+        let allowed = |mailbox: &Mailbox| {
+            mailbox.is_simulator()
+                || facts.verified_domains.iter().any(|d| mailbox.domain() == d || mailbox.domain().ends_with(&format!(".{d}")))
+        };
+        if let Some((_, _, refused)) = send.recipients.iter().find(|(_, _, mailbox)| !allowed(mailbox)) {
+            return Err(ApiError::not_allowed(format!(
+                "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
+                refused.address
+            ))
+            .with_details(json!({ "recipient": refused.address, "region": region, "allowed": ["verified_domain", "simulator"] })));
+        }
+    }
+    let mut attachments = Vec::with_capacity(send.attachments.len());
+    for (i, pending) in send.attachments.into_iter().enumerate() {
+        let content = match pending.source {
+            Source::Bytes(bytes) => bytes,
+            Source::Url(url) => fetch(&url).await.map_err(|message| {
+                let path = format!("{prefix}attachments[{i}].path");
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", format!("Invalid `{path}`: {message}"))
+                    .with_error(path, message)
+            })?,
+        };
+        attachments.push(NewAttachment {
+            id: schema::ids::new_id(),
+            filename: pending.filename,
+            content_type: pending.content_type,
+            content_id: pending.content_id,
+            content,
+        });
+    }
+    let id = schema::ids::new_id();
+    let size = send.html.as_ref().map_or(0, String::len)
+        + send.text.as_ref().map_or(0, String::len)
+        + attachments.iter().map(|a| a.content.len()).sum::<usize>();
+    let email = NewEmail {
+        id,
+        team_id: caller.team_id,
+        api_key_id: Some(caller.key_id),
+        domain_id: domain.id,
+        from_header: send.from_header,
+        from_email: send.from.key(),
+        subject: send.subject,
+        html: send.html,
+        text: send.text,
+        reply_to: send.reply_to,
+        headers: json!(send.headers),
+        tags: json!(send.tags),
+        message_id: format!("{id}@{}", domain.name),
+        scheduled_at: send.scheduled_at,
+        size_bytes: size.min(i32::MAX as usize) as i32,
+        created_at: Utc::now(),
+        recipients: send
+            .recipients
+            .into_iter()
+            .map(|(kind, address, mailbox)| NewRecipient { kind, address, email: mailbox.key(), suppressed: false })
+            .collect(),
+        attachments,
+    };
+    Ok(Ready { email })
+}
+
+/// Commits accepted sends: quota, suppressed recipients, rows, `email.scheduled` and
+/// `email.suppressed` events, and one delivery job per email with something to deliver.
+pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut ready: Vec<Ready>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
+    let usage = usage::add(conn, team_id, ready.len() as i32, now).await?;
+    if usage.over_daily() {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "daily_quota_exceeded",
+            "The team's daily sending quota is used up; it resets at 00:00 UTC.",
+        ));
+    }
+    if usage.over_monthly() {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "monthly_quota_exceeded",
+            "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
+        ));
+    }
+    let addresses: Vec<String> = ready.iter().flat_map(|r| r.email.recipients.iter().map(|x| x.email.clone())).collect();
+    let suppressed: HashMap<String, String> = suppressions::suppressed_among(conn, team_id, &addresses).await?.into_iter().collect();
+    for r in &mut ready {
+        for recipient in &mut r.email.recipients {
+            recipient.suppressed = suppressed.contains_key(&recipient.email);
+        }
+    }
+    let emails: Vec<NewEmail> = ready.into_iter().map(|r| r.email).collect();
+    emails::insert_many(conn, &emails).await?;
+    let mut new_events = Vec::new();
+    let mut jobs = Vec::new();
+    for email in &emails {
+        let stored = stored_view(email);
+        if let Some(at) = email.scheduled_at {
+            let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
+            new_events.push(event(email, "email.scheduled", stored.event_data(&to, None)));
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
+        } else if !email.all_suppressed() {
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
+        }
+        for recipient in email.recipients.iter().filter(|r| r.suppressed) {
+            let origin = suppressed.get(&recipient.email).cloned().unwrap_or_default();
+            let extra = json!({
+                "reason": "OnSuppressionList",
+                "type": origin,
+                "message": "The address is on the team's suppression list; the email was not sent to it.",
+                "diagnosticCode": [],
+            });
+            new_events.push(event(email, "email.suppressed", stored.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
+        }
+    }
+    events::emit(conn, &new_events).await?;
+    if email_jobs_fail(schema::jobs::enqueue_many(conn, &jobs).await) {
+        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "application_error", "Enqueueing the delivery failed."));
+    }
+    Ok(emails.iter().map(|e| e.id).collect())
+}
+
+fn email_jobs_fail(result: Result<(), schema::jobs::EnqueueError>) -> bool {
+    if let Err(error) = &result {
+        tracing::error!(%error, "enqueueing deliveries failed");
+    }
+    result.is_err()
+}
+
+fn event(email: &NewEmail, event_type: &'static str, data: Value) -> NewEvent {
+    NewEvent { team_id: email.team_id, event_type, data, email_id: Some(email.id) }
+}
+
+/// The stored form of a new email, for building event data.
+fn stored_view(email: &NewEmail) -> emails::Email {
+    emails::Email {
+        id: email.id,
+        team_id: email.team_id,
+        api_key_id: email.api_key_id,
+        domain_id: Some(email.domain_id),
+        from_header: email.from_header.clone(),
+        from_email: email.from_email.clone(),
+        subject: email.subject.clone(),
+        html: None,
+        text: None,
+        reply_to: email.reply_to.clone(),
+        headers: email.headers.clone(),
+        tags: email.tags.clone(),
+        message_id: email.message_id.clone(),
+        last_event: email.first_event().to_string(),
+        scheduled_at: email.scheduled_at,
+        dispatched_at: None,
+        failed_reason: None,
+        size_bytes: email.size_bytes,
+        created_at: email.created_at,
+    }
+}

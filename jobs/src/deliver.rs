@@ -1,0 +1,376 @@
+//! The `deliver` job: builds an email's MIME message once, DKIM-signs it with its domain's key
+//! under selector `svc`, and submits one envelope per pending recipient. Before any SMTP the
+//! recipients are marked `sending` in a committed transaction; a run that finds recipients
+//! still `sending` knows an earlier run died mid-submission and never sends to them again
+//! (they become ambiguous). Every outcome, its `email.*` events, suppressions and the next
+//! retry are written in one transaction.
+
+use crate::smtp::{Envelope, Mailer, Outcome};
+use apalis::prelude::{BoxDynError, Data};
+use chrono::Utc;
+use lettre::message::dkim::{DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm, DkimSigningKey};
+use lettre::message::header::{ContentType, HeaderName, HeaderValue};
+use lettre::message::{Attachment, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
+use schema::email::{Mailbox, Simulated, simulated};
+use schema::jobs::{Deliver, ResolveAmbiguous};
+use schema::store::emails::{self, Email, Recipient, RecipientOutcome};
+use schema::store::events::NewEvent;
+use schema::store::suppressions::{self, NewSuppression};
+use schema::store::{domains, events};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// The DKIM selector every domain publishes.
+pub const DKIM_SELECTOR: &str = "svc";
+
+/// Retry and ambiguity timing.
+#[derive(Debug, Clone)]
+pub struct DeliverySettings {
+    /// `HERALD_DELIVERY_RETRY_SCHEDULE`: the wait before each retry of a deferred recipient;
+    /// when it is spent the recipient bounces.
+    pub retry_schedule: Vec<Duration>,
+    /// How long an ambiguous submission waits for a matching event before it fails.
+    pub ambiguous_window: Duration,
+}
+
+/// What the deliver job needs: SMTP, timing and a cache of parsed signing keys.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    pub mailer: Mailer,
+    pub settings: Arc<DeliverySettings>,
+    signers: Arc<Mutex<HashMap<uuid::Uuid, (String, Arc<DkimConfig>)>>>,
+}
+
+impl Delivery {
+    pub fn new(mailer: Mailer, settings: DeliverySettings) -> Delivery {
+        Delivery { mailer, settings: Arc::new(settings), signers: Arc::default() }
+    }
+
+    /// The domain's DKIM configuration, parsed once per key.
+    fn signer(&self, domain_id: uuid::Uuid, domain: &str, pem: &str) -> anyhow::Result<Arc<DkimConfig>> {
+        let mut signers = self.signers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((cached_pem, config)) = signers.get(&domain_id)
+            && cached_pem == pem
+        {
+            return Ok(config.clone());
+        }
+        let key = DkimSigningKey::new(pem, DkimSigningAlgorithm::Rsa).map_err(|e| anyhow::anyhow!("DKIM key: {e}"))?;
+        let headers = ["From", "To", "Cc", "Reply-To", "Subject", "Date", "Message-ID", "MIME-Version"]
+            .into_iter()
+            .map(HeaderName::new_from_ascii_str)
+            .collect();
+        let canonicalization =
+            DkimCanonicalization { header: DkimCanonicalizationType::Relaxed, body: DkimCanonicalizationType::Relaxed };
+        let config = Arc::new(DkimConfig::new(DKIM_SELECTOR.into(), domain.into(), key, headers, canonicalization));
+        signers.insert(domain_id, (pem.to_string(), config.clone()));
+        Ok(config)
+    }
+}
+
+/// Runs one `deliver` job.
+pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>) -> Result<(), BoxDynError> {
+    deliver(&pool, &delivery, job.email_id).await.map_err(|error| {
+        tracing::error!(email_id = %job.email_id, error = format!("{error:#}"), "delivery run failed; it will be retried");
+        format!("{error:#}").into()
+    })
+}
+
+/// Delivers the email's pending recipients and records what happened.
+pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    let Some(claimed) = emails::claim(&mut tx, email_id).await? else { return Ok(()) };
+    tx.commit().await?;
+    let email = claimed.email;
+    let mut results: Vec<(Recipient, Result<Outcome, Simulated>)> = claimed
+        .interrupted
+        .into_iter()
+        .map(|r| (r, Ok(Outcome::Ambiguous { response: "the worker stopped while submitting".into() })))
+        .collect();
+
+    if !claimed.to_send.is_empty() {
+        let mut conn = pool.acquire().await?;
+        let domain_id = email.domain_id.ok_or_else(|| anyhow::anyhow!("the email's domain was deleted"))?;
+        let domain = domains::get(&mut conn, email.team_id, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain gone"))?;
+        let pem = domains::signing_key(&mut conn, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain has no key"))?;
+        let attachments = emails::attachment_contents(&mut conn, email.id).await?;
+        let all = emails::recipients(&mut conn, &[email.id]).await?;
+        drop(conn);
+        let signer = delivery.signer(domain_id, &domain.name, &pem)?;
+        let mut message = build_message(&email, &all, &attachments)?;
+        message.sign(&signer);
+        let bytes = message.formatted();
+        let require_tls = domain.tls == schema::domain::Tls::Enforced;
+        for recipient in claimed.to_send {
+            let mailbox = Mailbox::parse(&recipient.address).map_err(anyhow::Error::msg)?;
+            if let Some(outcome) = simulated(&mailbox) {
+                results.push((recipient, Err(outcome)));
+                continue;
+            }
+            let mail_from = format!("b-{}-{}@{}.{}", email.id.simple(), recipient.position, domain.custom_return_path, domain.name);
+            let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: &bytes, require_tls };
+            let outcome = delivery.mailer.send(&envelope).await;
+            results.push((recipient, Ok(outcome)));
+        }
+    }
+    if results.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    record(&mut tx, &delivery.settings, &email, results).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The MIME message: alternative text and HTML, attachments (inline ones by `content_id`),
+/// custom headers and a Message-ID on the sending domain. Bcc recipients are left out.
+pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[(emails::Attachment, Vec<u8>)]) -> anyhow::Result<Message> {
+    let mailbox = |raw: &str| -> anyhow::Result<LettreMailbox> {
+        let parsed = Mailbox::parse(raw).map_err(anyhow::Error::msg)?;
+        Ok(LettreMailbox::new(parsed.name, parsed.address.parse()?))
+    };
+    let mut builder = Message::builder()
+        .from(mailbox(&email.from_header)?)
+        .subject(email.subject.clone())
+        .message_id(Some(format!("<{}>", email.message_id)))
+        .date(SystemTime::now());
+    for recipient in recipients {
+        match recipient.kind.as_str() {
+            "to" => builder = builder.to(mailbox(&recipient.address)?),
+            "cc" => builder = builder.cc(mailbox(&recipient.address)?),
+            _ => {}
+        }
+    }
+    for reply_to in &email.reply_to {
+        builder = builder.reply_to(mailbox(reply_to)?);
+    }
+    if let Some(headers) = email.headers.as_object() {
+        for (name, value) in headers {
+            let name = HeaderName::new_from_ascii(name.clone()).map_err(|_| anyhow::anyhow!("header name {name}"))?;
+            builder = builder.raw_header(HeaderValue::new(name, value.as_str().unwrap_or_default().to_string()));
+        }
+    }
+    let body = match (&email.text, &email.html) {
+        (Some(text), Some(html)) => MultiPart::alternative_plain_html(text.clone(), html.clone()),
+        (Some(text), None) => MultiPart::mixed().singlepart(SinglePart::plain(text.clone())),
+        (None, Some(html)) => MultiPart::mixed().singlepart(SinglePart::html(html.clone())),
+        (None, None) => MultiPart::mixed().singlepart(SinglePart::plain(String::new())),
+    };
+    let message = if attachments.is_empty() {
+        match (&email.text, &email.html) {
+            (Some(_), Some(_)) => builder.multipart(body)?,
+            (Some(text), None) => builder.singlepart(SinglePart::plain(text.clone()))?,
+            (None, Some(html)) => builder.singlepart(SinglePart::html(html.clone()))?,
+            (None, None) => builder.singlepart(SinglePart::plain(String::new()))?,
+        }
+    } else {
+        let mut mixed = MultiPart::mixed().multipart(body);
+        for (attachment, content) in attachments {
+            let content_type = ContentType::parse(&attachment.content_type).unwrap_or(ContentType::parse("application/octet-stream")?);
+            let part = match &attachment.content_id {
+                Some(cid) => Attachment::new_inline_with_name(cid.clone(), attachment.filename.clone()),
+                None => Attachment::new(attachment.filename.clone()),
+            };
+            mixed = mixed.singlepart(part.body(content.clone(), content_type));
+        }
+        builder.multipart(mixed)?
+    };
+    Ok(message)
+}
+
+/// What one recipient's result means: its new status, the events it emits, and whether it
+/// suppresses the address, retries or waits for the ambiguity window.
+#[derive(Debug, Clone, PartialEq)]
+struct Decision {
+    status: &'static str,
+    events: Vec<(&'static str, Option<(&'static str, Value)>)>,
+    suppress: bool,
+    retry_after: Option<Duration>,
+    ambiguous: bool,
+    failed_reason: Option<&'static str>,
+    response: Option<String>,
+}
+
+fn bounce(kind: &str, message: &str) -> Value {
+    json!({ "type": kind, "subType": "General", "message": message, "diagnosticCode": [message] })
+}
+
+/// The one mapping from a submission result to statuses and events.
+fn decide(result: &Result<Outcome, Simulated>, attempts: i32, settings: &DeliverySettings, email: &Email) -> Decision {
+    let base = Decision {
+        status: "sent",
+        events: vec![],
+        suppress: false,
+        retry_after: None,
+        ambiguous: false,
+        failed_reason: None,
+        response: None,
+    };
+    match result {
+        Err(Simulated::Delivered) => Decision { status: "delivered", events: vec![("email.sent", None), ("email.delivered", None)], ..base },
+        Err(Simulated::Complained) => Decision {
+            status: "complained",
+            events: vec![("email.sent", None), ("email.delivered", None), ("email.complained", None)],
+            ..base
+        },
+        Err(Simulated::Bounced) => Decision {
+            status: "bounced",
+            events: vec![("email.sent", None), ("email.bounced", Some(("bounce", bounce("Permanent", "550 5.1.1 simulated bounce"))))],
+            ..base
+        },
+        Ok(Outcome::Accepted { response, final_hop: true }) => Decision {
+            status: "delivered",
+            events: vec![("email.sent", None), ("email.delivered", None)],
+            response: Some(response.clone()),
+            ..base
+        },
+        Ok(Outcome::Accepted { response, final_hop: false }) => {
+            Decision { status: "sent", events: vec![("email.sent", None)], response: Some(response.clone()), ..base }
+        }
+        Ok(Outcome::Rejected { response }) => Decision {
+            status: "bounced",
+            events: vec![("email.bounced", Some(("bounce", bounce("Permanent", response))))],
+            suppress: true,
+            response: Some(response.clone()),
+            ..base
+        },
+        Ok(Outcome::Deferred { response }) => match settings.retry_schedule.get(attempts.max(1) as usize - 1) {
+            Some(wait) => {
+                let total: Duration = settings.retry_schedule.iter().sum();
+                let expires = email.created_at + chrono::Duration::from_std(total).unwrap_or_default();
+                let delay = json!({
+                    "type": "TransientFailure",
+                    "expirationTime": expires,
+                    "delayedRecipients": [{ "status": response.get(..3).unwrap_or("4.0.0"), "diagnosticCode": response }],
+                });
+                Decision {
+                    status: "delayed",
+                    events: vec![("email.delivery_delayed", Some(("delay", delay)))],
+                    retry_after: Some(*wait),
+                    response: Some(response.clone()),
+                    ..base
+                }
+            }
+            None => Decision {
+                status: "bounced",
+                events: vec![("email.bounced", Some(("bounce", bounce("Transient", response))))],
+                response: Some(response.clone()),
+                ..base
+            },
+        },
+        Ok(Outcome::NoTls { response }) => Decision {
+            status: "failed",
+            events: vec![("email.failed", Some(("failed", json!({ "reason": "tls_required" }))))],
+            failed_reason: Some("tls_required"),
+            response: Some(response.clone()),
+            ..base
+        },
+        Ok(Outcome::Ambiguous { response }) => {
+            Decision { status: "ambiguous", ambiguous: true, response: Some(response.clone()), ..base }
+        }
+    }
+}
+
+/// Writes the results of one run: recipients, events, suppressions, the next retry, the
+/// ambiguity check and the domain's last send.
+async fn record(
+    conn: &mut PgConnection,
+    settings: &DeliverySettings,
+    email: &Email,
+    results: Vec<(Recipient, Result<Outcome, Simulated>)>,
+) -> anyhow::Result<()> {
+    let mut outcomes = Vec::new();
+    let mut new_events = Vec::new();
+    let mut suppress = Vec::new();
+    let mut retry_after: Option<Duration> = None;
+    let mut ambiguous = false;
+    let mut last_event = None;
+    let mut failed_reason = None;
+    let mut sent = false;
+    for (recipient, result) in &results {
+        let decision = decide(result, recipient.attempts, settings, email);
+        for (event_type, extra) in &decision.events {
+            new_events.push(NewEvent {
+                team_id: email.team_id,
+                event_type,
+                data: email.event_data(&[recipient.email.as_str()], extra.clone()),
+                email_id: Some(email.id),
+            });
+            last_event = Some(event_type.trim_start_matches("email."));
+        }
+        if decision.suppress {
+            suppress.push(NewSuppression { team_id: email.team_id, email: recipient.email.clone(), origin: "bounce", source_id: Some(email.id) });
+        }
+        if let Some(wait) = decision.retry_after {
+            retry_after = Some(retry_after.map_or(wait, |w: Duration| w.min(wait)));
+        }
+        ambiguous |= decision.ambiguous;
+        sent |= matches!(decision.status, "sent" | "delivered" | "complained") || decision.ambiguous;
+        failed_reason = failed_reason.or(decision.failed_reason);
+        outcomes.push(RecipientOutcome { position: recipient.position, status: decision.status, response: decision.response });
+    }
+    emails::record_outcomes(conn, email.id, &outcomes, last_event, failed_reason).await?;
+    let added = suppressions::add(conn, &suppress).await?;
+    for (suppression, _) in added.iter().filter(|(_, added)| *added) {
+        new_events.push(NewEvent {
+            team_id: email.team_id,
+            event_type: "suppression.added",
+            data: suppression_event_data(suppression),
+            email_id: None,
+        });
+    }
+    events::emit(conn, &new_events).await?;
+    if let Some(wait) = retry_after {
+        schema::jobs::enqueue_at(conn, &Deliver { email_id: email.id }, SystemTime::now() + wait).await?;
+    }
+    if ambiguous {
+        schema::jobs::enqueue_at(conn, &ResolveAmbiguous { email_id: email.id }, SystemTime::now() + settings.ambiguous_window)
+            .await?;
+    }
+    if sent && let Some(domain_id) = email.domain_id {
+        domains::mark_sent(conn, domain_id, Utc::now()).await?;
+    }
+    Ok(())
+}
+
+/// The `data` of `suppression.added` and `suppression.removed`.
+pub fn suppression_event_data(suppression: &suppressions::Suppression) -> Value {
+    json!({
+        "id": suppression.id,
+        "email": suppression.email,
+        "origin": suppression.origin,
+        "source_id": suppression.source_id,
+        "created_at": suppression.created_at,
+    })
+}
+
+/// Runs one `resolve_ambiguous` job: recipients still ambiguous after the window fail with
+/// reason `ambiguous_submission`.
+pub async fn handle_ambiguous(job: ResolveAmbiguous, pool: Data<PgPool>) -> Result<(), BoxDynError> {
+    resolve_ambiguous(&pool, job.email_id).await.map_err(|error| format!("{error:#}").into())
+}
+
+/// Fails the email's recipients that no later event resolved.
+pub async fn resolve_ambiguous(pool: &PgPool, email_id: uuid::Uuid) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    let pending = emails::ambiguous_recipients(&mut tx, email_id).await?;
+    let Some(email) = emails::by_ids(&mut tx, &[email_id]).await?.into_iter().next() else { return Ok(()) };
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let outcomes: Vec<RecipientOutcome> =
+        pending.iter().map(|r| RecipientOutcome { position: r.position, status: "failed", response: None }).collect();
+    emails::record_outcomes(&mut tx, email_id, &outcomes, Some("failed"), Some("ambiguous_submission")).await?;
+    let to: Vec<&str> = pending.iter().map(|r| r.email.as_str()).collect();
+    let event = NewEvent {
+        team_id: email.team_id,
+        event_type: "email.failed",
+        data: email.event_data(&to, Some(("failed", json!({ "reason": "ambiguous_submission" })))),
+        email_id: Some(email_id),
+    };
+    events::emit(&mut tx, &[event]).await?;
+    tx.commit().await?;
+    Ok(())
+}

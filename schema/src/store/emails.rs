@@ -1,0 +1,503 @@
+//! Sent email: accepting (batched inserts), reading, rescheduling and canceling, and the
+//! delivery worker's claim and outcome writes.
+
+use crate::page::{Page, PageRequest};
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, QueryBuilder};
+use uuid::Uuid;
+
+/// An email about to be accepted.
+#[derive(Debug, Clone)]
+pub struct NewEmail {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub api_key_id: Option<Uuid>,
+    pub domain_id: Uuid,
+    pub from_header: String,
+    pub from_email: String,
+    pub subject: String,
+    pub html: Option<String>,
+    pub text: Option<String>,
+    pub reply_to: Vec<String>,
+    pub headers: Value,
+    pub tags: Value,
+    pub message_id: String,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    pub size_bytes: i32,
+    pub created_at: DateTime<Utc>,
+    pub recipients: Vec<NewRecipient>,
+    pub attachments: Vec<NewAttachment>,
+}
+
+/// One recipient of a new email.
+#[derive(Debug, Clone)]
+pub struct NewRecipient {
+    /// `to`, `cc` or `bcc`.
+    pub kind: &'static str,
+    /// As sent (may carry a display name).
+    pub address: String,
+    /// Bare, lower-case.
+    pub email: String,
+    /// Suppressed for the team: recorded, never delivered.
+    pub suppressed: bool,
+}
+
+/// One attachment of a new email, decoded.
+#[derive(Debug, Clone)]
+pub struct NewAttachment {
+    pub id: Uuid,
+    pub filename: String,
+    pub content_type: String,
+    pub content_id: Option<String>,
+    pub content: Vec<u8>,
+}
+
+impl NewEmail {
+    /// Whether every recipient is suppressed (nothing to deliver).
+    pub fn all_suppressed(&self) -> bool {
+        self.recipients.iter().all(|r| r.suppressed)
+    }
+
+    /// The status an accepted email starts in.
+    pub fn first_event(&self) -> &'static str {
+        if self.all_suppressed() {
+            "suppressed"
+        } else if self.scheduled_at.is_some() {
+            "scheduled"
+        } else {
+            "queued"
+        }
+    }
+}
+
+/// Inserts emails, their recipients and attachments: three statements whatever the count.
+pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::Result<()> {
+    let mut query = QueryBuilder::new(
+        "INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
+            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at) ",
+    );
+    query.push_values(emails, |mut row, email| {
+        row.push_bind(email.id)
+            .push_bind(email.team_id)
+            .push_bind(email.api_key_id)
+            .push_bind(email.domain_id)
+            .push_bind(&email.from_header)
+            .push_bind(&email.from_email)
+            .push_bind(&email.subject)
+            .push_bind(&email.html)
+            .push_bind(&email.text)
+            .push_bind(&email.reply_to)
+            .push_bind(&email.headers)
+            .push_bind(&email.tags)
+            .push_bind(&email.message_id)
+            .push_bind(email.first_event())
+            .push_bind(email.scheduled_at)
+            .push_bind(email.size_bytes)
+            .push_bind(email.created_at);
+    });
+    query.build().execute(&mut *conn).await?;
+
+    let mut ids = Vec::new();
+    let mut positions = Vec::new();
+    let mut kinds = Vec::new();
+    let mut addresses = Vec::new();
+    let mut keys = Vec::new();
+    let mut statuses = Vec::new();
+    for email in emails {
+        for (position, recipient) in email.recipients.iter().enumerate() {
+            ids.push(email.id);
+            positions.push(position as i16);
+            kinds.push(recipient.kind);
+            addresses.push(recipient.address.as_str());
+            keys.push(recipient.email.as_str());
+            statuses.push(if recipient.suppressed { "suppressed" } else { "queued" });
+        }
+    }
+    sqlx::query(
+        "INSERT INTO email_recipients (email_id, position, kind, address, email, status)
+         SELECT * FROM unnest($1::uuid[], $2::int2[], $3::text[], $4::text[], $5::text[], $6::text[])",
+    )
+    .bind(&ids)
+    .bind(&positions)
+    .bind(&kinds)
+    .bind(&addresses)
+    .bind(&keys)
+    .bind(&statuses)
+    .execute(&mut *conn)
+    .await?;
+
+    let attachments: Vec<(Uuid, usize, &NewAttachment)> = emails
+        .iter()
+        .flat_map(|email| email.attachments.iter().enumerate().map(move |(i, a)| (email.id, i, a)))
+        .collect();
+    if !attachments.is_empty() {
+        let mut query = QueryBuilder::new(
+            "INSERT INTO email_attachments (id, email_id, position, filename, content_type, content_id, size, content) ",
+        );
+        query.push_values(&attachments, |mut row, (email_id, position, attachment)| {
+            row.push_bind(attachment.id)
+                .push_bind(*email_id)
+                .push_bind(*position as i16)
+                .push_bind(&attachment.filename)
+                .push_bind(&attachment.content_type)
+                .push_bind(&attachment.content_id)
+                .push_bind(attachment.content.len() as i32)
+                .push_bind(&attachment.content);
+        });
+        query.build().execute(&mut *conn).await?;
+    }
+    Ok(())
+}
+
+/// A stored email.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Email {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub api_key_id: Option<Uuid>,
+    pub domain_id: Option<Uuid>,
+    pub from_header: String,
+    pub from_email: String,
+    pub subject: String,
+    pub html: Option<String>,
+    pub text: Option<String>,
+    pub reply_to: Vec<String>,
+    pub headers: Value,
+    pub tags: Value,
+    pub message_id: String,
+    pub last_event: String,
+    pub scheduled_at: Option<DateTime<Utc>>,
+    pub dispatched_at: Option<DateTime<Utc>>,
+    pub failed_reason: Option<String>,
+    pub size_bytes: i32,
+    pub created_at: DateTime<Utc>,
+}
+
+const EMAIL_COLUMNS: &str = "id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to,
+    headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at";
+
+/// One recipient as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Recipient {
+    pub email_id: Uuid,
+    pub position: i16,
+    pub kind: String,
+    pub address: String,
+    pub email: String,
+    pub status: String,
+    pub attempts: i32,
+    pub last_response: Option<String>,
+}
+
+impl Email {
+    /// The `data` document C gives every `email.*` event: `to` names the recipients the event
+    /// concerns; `extra` is the type's own key (`bounce`, `failed`, ...).
+    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
+        let mut data = json!({
+            "email_id": self.id,
+            "from": self.from_header,
+            "to": to,
+            "subject": self.subject,
+            "message_id": self.message_id,
+            "created_at": self.created_at,
+        });
+        if self.tags.as_object().is_some_and(|tags| !tags.is_empty()) {
+            data["tags"] = self.tags.clone();
+        }
+        if self.headers.as_object().is_some_and(|headers| !headers.is_empty()) {
+            data["headers"] = self.headers.clone();
+        }
+        if let Some((key, value)) = extra {
+            data[key] = value;
+        }
+        data
+    }
+}
+
+/// One email of the team.
+pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Email>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE team_id = $1 AND id = $2")))
+        .bind(team_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Emails by id, any team (the worker).
+pub async fn by_ids(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec<Email>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE id = ANY($1)")))
+        .bind(ids)
+        .fetch_all(conn)
+        .await
+}
+
+/// One email of the team, locked for a change.
+pub async fn lock(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Email>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {EMAIL_COLUMNS} FROM emails WHERE team_id = $1 AND id = $2 FOR UPDATE"
+    )))
+    .bind(team_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// The recipients of these emails, in order.
+pub async fn recipients(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<Vec<Recipient>> {
+    sqlx::query_as(
+        "SELECT email_id, position, kind, address, email, status, attempts, last_response
+         FROM email_recipients WHERE email_id = ANY($1) ORDER BY email_id, position",
+    )
+    .bind(email_ids)
+    .fetch_all(conn)
+    .await
+}
+
+/// Filters of `GET /emails`.
+#[derive(Debug, Default)]
+pub struct ListFilter {
+    pub status: Option<String>,
+    pub api_key_id: Option<Uuid>,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+    pub search: Option<String>,
+    /// Tag names that must be present, and name/value pairs that must match.
+    pub tag_names: Vec<String>,
+    pub tag_pairs: Value,
+}
+
+/// A page of the team's emails, newest first.
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, filter: &ListFilter, page: &PageRequest) -> sqlx::Result<Page<Email>> {
+    let mut query = QueryBuilder::new(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE team_id = "));
+    query.push_bind(team_id);
+    if let Some(status) = &filter.status {
+        query.push(" AND last_event = ").push_bind(status.clone());
+    }
+    if let Some(key) = filter.api_key_id {
+        query.push(" AND api_key_id = ").push_bind(key);
+    }
+    if let Some(start) = filter.start {
+        query.push(" AND created_at >= ").push_bind(start);
+    }
+    if let Some(end) = filter.end {
+        query.push(" AND created_at <= ").push_bind(end);
+    }
+    if let Some(search) = &filter.search {
+        let pattern = super::like_pattern(search);
+        query.push(" AND (subject ILIKE ").push_bind(pattern.clone());
+        query.push(" OR from_header ILIKE ").push_bind(pattern.clone());
+        query.push(" OR EXISTS (SELECT 1 FROM email_recipients r WHERE r.email_id = emails.id AND r.address ILIKE ");
+        query.push_bind(pattern).push("))");
+    }
+    if !filter.tag_names.is_empty() {
+        query.push(" AND tags ?& ").push_bind(filter.tag_names.clone());
+    }
+    if filter.tag_pairs.as_object().is_some_and(|pairs| !pairs.is_empty()) {
+        query.push(" AND tags @> ").push_bind(filter.tag_pairs.clone());
+    }
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// Moves a scheduled email to `at` (the caller holds its lock).
+pub async fn reschedule(conn: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE emails SET scheduled_at = $2, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Cancels an email that no worker has started (the caller holds its lock).
+pub async fn cancel(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
+    sqlx::query("UPDATE emails SET last_event = 'canceled', updated_at = now() WHERE id = $1").bind(id).execute(&mut *conn).await?;
+    sqlx::query("UPDATE email_recipients SET status = 'canceled', updated_at = now() WHERE email_id = $1 AND status = 'queued'")
+        .bind(id)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// An attachment's description (without its bytes).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Attachment {
+    pub id: Uuid,
+    pub email_id: Uuid,
+    pub filename: String,
+    pub content_type: String,
+    pub content_id: Option<String>,
+    pub size: i32,
+}
+
+/// The attachments of an email, in order.
+pub async fn attachments(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<Attachment>> {
+    sqlx::query_as(
+        "SELECT id, email_id, filename, content_type, content_id, size FROM email_attachments
+         WHERE email_id = $1 ORDER BY position",
+    )
+    .bind(email_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// One attachment with its bytes.
+pub async fn attachment(conn: &mut PgConnection, email_id: Uuid, id: Uuid) -> sqlx::Result<Option<(Attachment, Vec<u8>)>> {
+    let row: Option<(Uuid, Uuid, String, String, Option<String>, i32, Vec<u8>)> = sqlx::query_as(
+        "SELECT id, email_id, filename, content_type, content_id, size, content FROM email_attachments
+         WHERE email_id = $1 AND id = $2",
+    )
+    .bind(email_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|(id, email_id, filename, content_type, content_id, size, content)| {
+        (Attachment { id, email_id, filename, content_type, content_id, size }, content)
+    }))
+}
+
+/// The bytes of every attachment of an email, in order (the worker builds MIME from them).
+pub async fn attachment_contents(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<(Attachment, Vec<u8>)>> {
+    let rows: Vec<(Uuid, Uuid, String, String, Option<String>, i32, Vec<u8>)> = sqlx::query_as(
+        "SELECT id, email_id, filename, content_type, content_id, size, content FROM email_attachments
+         WHERE email_id = $1 ORDER BY position",
+    )
+    .bind(email_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, email_id, filename, content_type, content_id, size, content)| {
+            (Attachment { id, email_id, filename, content_type, content_id, size }, content)
+        })
+        .collect())
+}
+
+/// An event of an email's timeline.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TimelineEvent {
+    pub id: Uuid,
+    pub event_type: String,
+    pub data: Value,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The email's events, oldest first.
+pub async fn timeline(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<TimelineEvent>> {
+    sqlx::query_as("SELECT id, type AS event_type, data, created_at FROM events WHERE email_id = $1 ORDER BY id")
+        .bind(email_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// What the worker found when it claimed an email.
+#[derive(Debug)]
+pub struct Claimed {
+    pub email: Email,
+    /// Recipients this run delivers to (now `sending`).
+    pub to_send: Vec<Recipient>,
+    /// Recipients an earlier run left `sending`: it may have delivered them, so they are
+    /// never sent again.
+    pub interrupted: Vec<Recipient>,
+}
+
+/// Claims an email for delivery: marks it dispatched and its `queued` and `delayed` recipients
+/// `sending`, in one transaction. `None` when the email is gone, canceled or not due.
+pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Option<Claimed>> {
+    let email: Option<Email> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "UPDATE emails SET dispatched_at = coalesce(dispatched_at, now()), updated_at = now()
+         WHERE id = $1 AND last_event <> 'canceled' AND (scheduled_at IS NULL OR scheduled_at <= now() + interval '1 second')
+         RETURNING {EMAIL_COLUMNS}"
+    )))
+    .bind(email_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(email) = email else { return Ok(None) };
+    let interrupted: Vec<Recipient> = sqlx::query_as(
+        "SELECT email_id, position, kind, address, email, status, attempts, last_response
+         FROM email_recipients WHERE email_id = $1 AND status = 'sending' ORDER BY position",
+    )
+    .bind(email_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let to_send: Vec<Recipient> = sqlx::query_as(
+        "UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
+         WHERE email_id = $1 AND status IN ('queued', 'delayed')
+         RETURNING email_id, position, kind, address, email, status, attempts, last_response",
+    )
+    .bind(email_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut to_send = to_send;
+    to_send.sort_by_key(|r| r.position);
+    Ok(Some(Claimed { email, to_send, interrupted }))
+}
+
+/// The outcome of one recipient's delivery attempt.
+#[derive(Debug, Clone)]
+pub struct RecipientOutcome {
+    pub position: i16,
+    /// The recipient's new status.
+    pub status: &'static str,
+    pub response: Option<String>,
+}
+
+/// Records recipients' outcomes and the email's latest event and failure reason.
+pub async fn record_outcomes(
+    conn: &mut PgConnection,
+    email_id: Uuid,
+    outcomes: &[RecipientOutcome],
+    last_event: Option<&str>,
+    failed_reason: Option<&str>,
+) -> sqlx::Result<()> {
+    if !outcomes.is_empty() {
+        let positions: Vec<i16> = outcomes.iter().map(|o| o.position).collect();
+        let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
+        let responses: Vec<Option<String>> = outcomes.iter().map(|o| o.response.clone()).collect();
+        sqlx::query(
+            "UPDATE email_recipients r SET status = o.status, last_response = coalesce(o.response, r.last_response), updated_at = now()
+             FROM unnest($2::int2[], $3::text[], $4::text[]) AS o(position, status, response)
+             WHERE r.email_id = $1 AND r.position = o.position",
+        )
+        .bind(email_id)
+        .bind(&positions)
+        .bind(&statuses)
+        .bind(&responses)
+        .execute(&mut *conn)
+        .await?;
+    }
+    if last_event.is_some() || failed_reason.is_some() {
+        sqlx::query(
+            "UPDATE emails SET last_event = coalesce($2, last_event), failed_reason = coalesce($3, failed_reason), updated_at = now()
+             WHERE id = $1",
+        )
+        .bind(email_id)
+        .bind(last_event)
+        .bind(failed_reason)
+        .execute(conn)
+        .await?;
+    }
+    Ok(())
+}
+
+/// Recipients still `ambiguous` on this email (the two-hour check fails them).
+pub async fn ambiguous_recipients(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<Recipient>> {
+    sqlx::query_as(
+        "SELECT email_id, position, kind, address, email, status, attempts, last_response
+         FROM email_recipients WHERE email_id = $1 AND status = 'ambiguous' ORDER BY position FOR UPDATE",
+    )
+    .bind(email_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Counts of the team's emails by latest event since `since`.
+pub async fn counts_by_event(conn: &mut PgConnection, team_id: Uuid, since: DateTime<Utc>) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as("SELECT last_event, count(*) FROM emails WHERE team_id = $1 AND created_at >= $2 GROUP BY last_event")
+        .bind(team_id)
+        .bind(since)
+        .fetch_all(conn)
+        .await
+}

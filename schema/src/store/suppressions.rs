@@ -1,0 +1,147 @@
+//! Suppressions: addresses a team will not send to, each with an origin.
+
+use crate::page::{Page, PageRequest};
+use chrono::{DateTime, Utc};
+use sqlx::{PgConnection, QueryBuilder};
+use uuid::Uuid;
+
+/// A suppressed address.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Suppression {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub email: String,
+    pub origin: String,
+    pub source_id: Option<Uuid>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One address to suppress.
+#[derive(Debug, Clone)]
+pub struct NewSuppression {
+    pub team_id: Uuid,
+    /// Bare, lower-case.
+    pub email: String,
+    pub origin: &'static str,
+    pub source_id: Option<Uuid>,
+}
+
+/// Adds suppressions in one statement; an address already suppressed keeps its row. Returns
+/// every row, with `true` for those this call added.
+pub async fn add(conn: &mut PgConnection, new: &[NewSuppression]) -> sqlx::Result<Vec<(Suppression, bool)>> {
+    if new.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<Uuid> = new.iter().map(|_| crate::ids::new_id()).collect();
+    let teams: Vec<Uuid> = new.iter().map(|s| s.team_id).collect();
+    let emails: Vec<&str> = new.iter().map(|s| s.email.as_str()).collect();
+    let origins: Vec<&str> = new.iter().map(|s| s.origin).collect();
+    let sources: Vec<Option<Uuid>> = new.iter().map(|s| s.source_id).collect();
+    let rows: Vec<(Uuid, Uuid, String, String, Option<Uuid>, DateTime<Utc>, bool)> = sqlx::query_as(
+        "WITH input AS (
+             SELECT DISTINCT ON (team_id, email) * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::uuid[])
+                 AS i(id, team_id, email, origin, source_id)
+         ), added AS (
+             INSERT INTO suppressions (id, team_id, email, origin, source_id) SELECT * FROM input
+             ON CONFLICT (team_id, email) DO NOTHING
+             RETURNING id, team_id, email, origin, source_id, created_at
+         )
+         SELECT id, team_id, email, origin, source_id, created_at, true FROM added
+         UNION ALL
+         SELECT s.id, s.team_id, s.email, s.origin, s.source_id, s.created_at, false
+         FROM suppressions s JOIN input i ON s.team_id = i.team_id AND s.email = i.email
+         WHERE NOT EXISTS (SELECT 1 FROM added a WHERE a.team_id = s.team_id AND a.email = s.email)",
+    )
+    .bind(&ids)
+    .bind(&teams)
+    .bind(&emails)
+    .bind(&origins)
+    .bind(&sources)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, team_id, email, origin, source_id, created_at, added)| {
+            (Suppression { id, team_id, email, origin, source_id, created_at }, added)
+        })
+        .collect())
+}
+
+/// Which of `emails` (bare, lower-case) the team suppresses, with each one's origin.
+pub async fn suppressed_among(conn: &mut PgConnection, team_id: Uuid, emails: &[String]) -> sqlx::Result<Vec<(String, String)>> {
+    if emails.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_as("SELECT email, origin FROM suppressions WHERE team_id = $1 AND email = ANY($2)")
+        .bind(team_id)
+        .bind(emails)
+        .fetch_all(conn)
+        .await
+}
+
+/// Filters of `GET /suppressions`.
+#[derive(Debug, Default)]
+pub struct ListFilter {
+    pub origin: Option<String>,
+    pub search: Option<String>,
+    pub start: Option<DateTime<Utc>>,
+    pub end: Option<DateTime<Utc>>,
+}
+
+/// A page of the team's suppressions, newest first.
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, filter: &ListFilter, page: &PageRequest) -> sqlx::Result<Page<Suppression>> {
+    let mut query =
+        QueryBuilder::new("SELECT id, team_id, email, origin, source_id, created_at FROM suppressions WHERE team_id = ");
+    query.push_bind(team_id);
+    if let Some(origin) = &filter.origin {
+        query.push(" AND origin = ").push_bind(origin.clone());
+    }
+    if let Some(search) = &filter.search {
+        query.push(" AND email ILIKE ").push_bind(super::like_pattern(search));
+    }
+    if let Some(start) = filter.start {
+        query.push(" AND created_at >= ").push_bind(start);
+    }
+    if let Some(end) = filter.end {
+        query.push(" AND created_at <= ").push_bind(end);
+    }
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// How a path names a suppression.
+#[derive(Debug, Clone)]
+pub enum Key {
+    Id(Uuid),
+    /// Bare, lower-case.
+    Email(String),
+}
+
+/// One suppression by id or address.
+pub async fn get(conn: &mut PgConnection, team_id: Uuid, key: &Key) -> sqlx::Result<Option<Suppression>> {
+    let query = match key {
+        Key::Id(id) => sqlx::query_as(
+            "SELECT id, team_id, email, origin, source_id, created_at FROM suppressions WHERE team_id = $1 AND id = $2",
+        )
+        .bind(team_id)
+        .bind(*id),
+        Key::Email(email) => sqlx::query_as(
+            "SELECT id, team_id, email, origin, source_id, created_at FROM suppressions WHERE team_id = $1 AND email = $2",
+        )
+        .bind(team_id)
+        .bind(email.clone()),
+    };
+    query.fetch_optional(conn).await
+}
+
+/// Deletes one suppression; returns it as it was.
+pub async fn delete(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Suppression>> {
+    sqlx::query_as(
+        "DELETE FROM suppressions WHERE team_id = $1 AND id = $2 RETURNING id, team_id, email, origin, source_id, created_at",
+    )
+    .bind(team_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
