@@ -36,6 +36,9 @@ pub fn search_text(raw: Option<String>, max: usize) -> ApiResult<Option<String>>
     }
 }
 
+/// A `start_date`/`end_date` pair, either side open.
+pub type DateRange = (Option<DateTime<Utc>>, Option<DateTime<Utc>>);
+
 /// An ISO 8601 instant with a time and offset.
 pub fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(raw.trim())
@@ -46,7 +49,7 @@ pub fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
 /// `start_date` and `end_date` (inclusive). With `allow_dates` a bare calendar date means the
 /// start of that day (UTC) for `start_date` and its end for `end_date`; otherwise it is refused.
 /// An end before the start is `422 invalid_parameter`.
-pub fn date_range(start: Option<String>, end: Option<String>, allow_dates: bool) -> ApiResult<(Option<DateTime<Utc>>, Option<DateTime<Utc>>)> {
+pub fn date_range(start: Option<String>, end: Option<String>, allow_dates: bool) -> ApiResult<DateRange> {
     let read = |name: &str, raw: &str, end_of_day: bool| -> ApiResult<DateTime<Utc>> {
         if allow_dates && let Ok(date) = chrono::NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d") {
             let time = if end_of_day { date.and_hms_nano_opt(23, 59, 59, 999_999_999) } else { date.and_hms_opt(0, 0, 0) };

@@ -41,8 +41,11 @@ pub struct DeliverySettings {
 pub struct Delivery {
     pub mailer: Mailer,
     pub settings: Arc<DeliverySettings>,
-    signers: Arc<Mutex<HashMap<uuid::Uuid, (String, Arc<DkimConfig>)>>>,
+    signers: Arc<Mutex<Signers>>,
 }
+
+/// Parsed DKIM configurations by domain, with the PEM they were parsed from.
+type Signers = HashMap<uuid::Uuid, (String, Arc<DkimConfig>)>;
 
 impl Delivery {
     pub fn new(mailer: Mailer, settings: DeliverySettings) -> Delivery {
@@ -126,7 +129,7 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
 
 /// The MIME message: alternative text and HTML, attachments (inline ones by `content_id`),
 /// custom headers and a Message-ID on the sending domain. Bcc recipients are left out.
-pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[(emails::Attachment, Vec<u8>)]) -> anyhow::Result<Message> {
+pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[emails::AttachmentContent]) -> anyhow::Result<Message> {
     let mailbox = |raw: &str| -> anyhow::Result<LettreMailbox> {
         let parsed = Mailbox::parse(raw).map_err(anyhow::Error::msg)?;
         Ok(LettreMailbox::new(parsed.name, parsed.address.parse()?))
@@ -167,7 +170,7 @@ pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[(em
         }
     } else {
         let mut mixed = MultiPart::mixed().multipart(body);
-        for (attachment, content) in attachments {
+        for emails::AttachmentContent { attachment, content } in attachments {
             let content_type = ContentType::parse(&attachment.content_type).unwrap_or(ContentType::parse("application/octet-stream")?);
             let part = match &attachment.content_id {
                 Some(cid) => Attachment::new_inline_with_name(cid.clone(), attachment.filename.clone()),

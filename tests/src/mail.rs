@@ -119,6 +119,16 @@ impl Mail {
         }
     }
 
+    /// The data of the email's first event of `event_type`.
+    pub async fn event(&self, id: &str, event_type: &str) -> Value {
+        sqlx::query_scalar("SELECT data FROM events WHERE type = $1 AND email_id = $2::uuid ORDER BY id LIMIT 1")
+            .bind(event_type)
+            .bind(id)
+            .fetch_one(&self.app.pool)
+            .await
+            .unwrap_or_else(|e| panic!("no {event_type} event for {id}: {e}"))
+    }
+
     /// The event types of an email's timeline, in order.
     pub async fn timeline(&self, id: &str) -> Vec<String> {
         let email = self.app.get(&format!("/emails/{id}")).await;

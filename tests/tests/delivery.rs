@@ -49,12 +49,7 @@ async fn an_accepted_email_arrives_dkim_signed_with_its_headers_and_is_delivered
     assert!(email["recipients"].as_array().unwrap().iter().all(|r| r["status"] == "delivered"));
     let timeline = mail.timeline(&id).await;
     assert_eq!(timeline.iter().filter(|t| *t == "email.delivered").count(), 3);
-    let sent: serde_json::Value =
-        sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.sent' AND email_id = $1::uuid ORDER BY id LIMIT 1")
-            .bind(&id)
-            .fetch_one(&mail.app.pool)
-            .await
-            .unwrap();
+    let sent = mail.event(&id, "email.sent").await;
     assert_eq!(sent["email_id"], id.as_str());
     assert_eq!(sent["to"].as_array().unwrap().len(), 1, "a per-recipient event names only its recipient");
     assert_eq!(sent["tags"], json!({ "category": "receipt" }));
@@ -84,12 +79,7 @@ async fn a_temporary_failure_is_delayed_and_retried_until_it_is_delivered() {
     mail.sink.set_behavior("later@inbox.test", Behavior::TempFail);
     let id = mail.send(Mail::message("later@inbox.test")).await;
     mail.wait_for_event(&id, "delivery_delayed").await;
-    let delayed: serde_json::Value =
-        sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.delivery_delayed' AND email_id = $1::uuid LIMIT 1")
-            .bind(&id)
-            .fetch_one(&mail.app.pool)
-            .await
-            .unwrap();
+    let delayed = mail.event(&id, "email.delivery_delayed").await;
     assert_eq!(delayed["delay"]["type"], "TransientFailure");
     assert!(delayed["delay"]["delayedRecipients"][0]["diagnosticCode"].as_str().unwrap().contains("451"));
     mail.sink.set_behavior("later@inbox.test", Behavior::Accept);
@@ -105,12 +95,7 @@ async fn a_temporary_failure_past_the_retry_schedule_bounces_without_suppressing
     let id = mail.send(Mail::message("full@inbox.test")).await;
     let email = mail.wait_for_event(&id, "bounced").await;
     assert_eq!(email["recipients"][0]["attempts"], 3, "the first try and one per step of the two-step schedule");
-    let bounce: serde_json::Value =
-        sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.bounced' AND email_id = $1::uuid")
-            .bind(&id)
-            .fetch_one(&mail.app.pool)
-            .await
-            .unwrap();
+    let bounce = mail.event(&id, "email.bounced").await;
     assert_eq!(bounce["bounce"]["type"], "Transient");
     assert_eq!(mail.app.count("suppressions").await, 0);
 }
@@ -121,12 +106,7 @@ async fn a_permanent_failure_bounces_suppresses_the_address_and_later_sends_skip
     mail.sink.set_behavior("gone@inbox.test", Behavior::Reject);
     let id = mail.send(Mail::message("gone@inbox.test")).await;
     mail.wait_for_event(&id, "bounced").await;
-    let bounce: serde_json::Value =
-        sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.bounced' AND email_id = $1::uuid")
-            .bind(&id)
-            .fetch_one(&mail.app.pool)
-            .await
-            .unwrap();
+    let bounce = mail.event(&id, "email.bounced").await;
     assert_eq!(bounce["bounce"]["type"], "Permanent");
     assert!(bounce["bounce"]["diagnosticCode"][0].as_str().unwrap().contains("550"));
 
@@ -152,12 +132,7 @@ async fn a_connection_lost_after_the_message_is_never_resent_and_fails_as_ambigu
     let email = mail.wait_for_event(&id, "failed").await;
     assert_eq!(email["failed_reason"], "ambiguous_submission");
     assert_eq!(email["recipients"][0]["attempts"], 1);
-    let failed: serde_json::Value =
-        sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.failed' AND email_id = $1::uuid")
-            .bind(&id)
-            .fetch_one(&mail.app.pool)
-            .await
-            .unwrap();
+    let failed = mail.event(&id, "email.failed").await;
     assert_eq!(failed["failed"]["reason"], "ambiguous_submission");
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(mail.sink.data_attempts(), 1, "the message was submitted exactly once");

@@ -235,15 +235,15 @@ async fn the_list_filters_by_status_key_dates_search_and_tags_and_retrieve_shows
         assert_eq!(answer.status, 200, "{}", answer.body);
         answer.body["data"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap().to_string()).collect()
     };
-    assert_eq!(ids(&mail.app.get("/emails").await), [second.clone(), first.clone()]);
-    assert_eq!(ids(&mail.app.get("/emails?status=scheduled").await), [second.clone()]);
-    assert_eq!(ids(&mail.app.get("/emails?search=receipt%2042").await), [first.clone()]);
-    assert_eq!(ids(&mail.app.get("/emails?search=ann@inbox").await), [second.clone()]);
-    assert_eq!(ids(&mail.app.get("/emails?tags=kind:receipt").await), [first.clone()]);
-    assert_eq!(ids(&mail.app.get("/emails?tags=kind").await), [first.clone()]);
+    assert_eq!(ids(&mail.app.get("/emails").await), [second.as_str(), first.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?status=scheduled").await), [second.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?search=receipt%2042").await), [first.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?search=ann@inbox").await), [second.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?tags=kind:receipt").await), [first.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?tags=kind").await), [first.as_str()]);
     assert_eq!(ids(&mail.app.get("/emails?start_date=2000-01-01&end_date=2000-01-02").await).len(), 0);
-    assert_eq!(ids(&mail.app.get("/emails?limit=1").await), [second.clone()]);
-    assert_eq!(ids(&mail.app.get(&format!("/emails?after={second}")).await), [first.clone()]);
+    assert_eq!(ids(&mail.app.get("/emails?limit=1").await), [second.as_str()]);
+    assert_eq!(ids(&mail.app.get(&format!("/emails?after={second}")).await), [first.as_str()]);
     let key_id: String = sqlx::query_scalar("SELECT api_key_id::text FROM emails LIMIT 1").fetch_one(&mail.app.pool).await.unwrap();
     assert_eq!(ids(&mail.app.get(&format!("/emails?api_key_id={key_id}")).await).len(), 2);
     mail.app.get("/emails?status=lost").await.assert_error(422, "invalid_parameter");

@@ -353,9 +353,8 @@ impl EmailsApi {
         let attachment_id = schema::ids::parse_id(&attachment_id.0).ok_or_else(|| ApiError::not_found("Attachment"))?;
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
-        let (attachment, content) =
-            emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
-        Ok(Json(attachment_view(attachment, Some(base64::engine::general_purpose::STANDARD.encode(content)))))
+        let found = emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
+        Ok(Json(attachment_view(found.attachment, Some(base64::engine::general_purpose::STANDARD.encode(found.content)))))
     }
 }
 

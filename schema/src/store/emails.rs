@@ -332,47 +332,45 @@ pub struct Attachment {
     pub size: i32,
 }
 
+const ATTACHMENT_COLUMNS: &str = "id, email_id, filename, content_type, content_id, size";
+
 /// The attachments of an email, in order.
 pub async fn attachments(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<Attachment>> {
     sqlx::query_as(
-        "SELECT id, email_id, filename, content_type, content_id, size FROM email_attachments
-         WHERE email_id = $1 ORDER BY position",
+        sqlx::AssertSqlSafe(format!("SELECT {ATTACHMENT_COLUMNS} FROM email_attachments WHERE email_id = $1 ORDER BY position")),
     )
     .bind(email_id)
     .fetch_all(conn)
     .await
 }
 
+/// An attachment with its bytes.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AttachmentContent {
+    #[sqlx(flatten)]
+    pub attachment: Attachment,
+    pub content: Vec<u8>,
+}
+
 /// One attachment with its bytes.
-pub async fn attachment(conn: &mut PgConnection, email_id: Uuid, id: Uuid) -> sqlx::Result<Option<(Attachment, Vec<u8>)>> {
-    let row: Option<(Uuid, Uuid, String, String, Option<String>, i32, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, email_id, filename, content_type, content_id, size, content FROM email_attachments
-         WHERE email_id = $1 AND id = $2",
+pub async fn attachment(conn: &mut PgConnection, email_id: Uuid, id: Uuid) -> sqlx::Result<Option<AttachmentContent>> {
+    sqlx::query_as(
+        sqlx::AssertSqlSafe(format!("SELECT {ATTACHMENT_COLUMNS}, content FROM email_attachments WHERE email_id = $1 AND id = $2")),
     )
     .bind(email_id)
     .bind(id)
     .fetch_optional(conn)
-    .await?;
-    Ok(row.map(|(id, email_id, filename, content_type, content_id, size, content)| {
-        (Attachment { id, email_id, filename, content_type, content_id, size }, content)
-    }))
+    .await
 }
 
 /// The bytes of every attachment of an email, in order (the worker builds MIME from them).
-pub async fn attachment_contents(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<(Attachment, Vec<u8>)>> {
-    let rows: Vec<(Uuid, Uuid, String, String, Option<String>, i32, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, email_id, filename, content_type, content_id, size, content FROM email_attachments
-         WHERE email_id = $1 ORDER BY position",
+pub async fn attachment_contents(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<AttachmentContent>> {
+    sqlx::query_as(
+        sqlx::AssertSqlSafe(format!("SELECT {ATTACHMENT_COLUMNS}, content FROM email_attachments WHERE email_id = $1 ORDER BY position")),
     )
     .bind(email_id)
     .fetch_all(conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, email_id, filename, content_type, content_id, size, content)| {
-            (Attachment { id, email_id, filename, content_type, content_id, size }, content)
-        })
-        .collect())
+    .await
 }
 
 /// An event of an email's timeline.

@@ -37,7 +37,13 @@ pub async fn add(conn: &mut PgConnection, new: &[NewSuppression]) -> sqlx::Resul
     let emails: Vec<&str> = new.iter().map(|s| s.email.as_str()).collect();
     let origins: Vec<&str> = new.iter().map(|s| s.origin).collect();
     let sources: Vec<Option<Uuid>> = new.iter().map(|s| s.source_id).collect();
-    let rows: Vec<(Uuid, Uuid, String, String, Option<Uuid>, DateTime<Utc>, bool)> = sqlx::query_as(
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        suppression: Suppression,
+        added: bool,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
         "WITH input AS (
              SELECT DISTINCT ON (team_id, email) * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::uuid[])
                  AS i(id, team_id, email, origin, source_id)
@@ -46,7 +52,7 @@ pub async fn add(conn: &mut PgConnection, new: &[NewSuppression]) -> sqlx::Resul
              ON CONFLICT (team_id, email) DO NOTHING
              RETURNING id, team_id, email, origin, source_id, created_at
          )
-         SELECT id, team_id, email, origin, source_id, created_at, true FROM added
+         SELECT id, team_id, email, origin, source_id, created_at, true AS added FROM added
          UNION ALL
          SELECT s.id, s.team_id, s.email, s.origin, s.source_id, s.created_at, false
          FROM suppressions s JOIN input i ON s.team_id = i.team_id AND s.email = i.email
@@ -59,12 +65,7 @@ pub async fn add(conn: &mut PgConnection, new: &[NewSuppression]) -> sqlx::Resul
     .bind(&sources)
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, team_id, email, origin, source_id, created_at, added)| {
-            (Suppression { id, team_id, email, origin, source_id, created_at }, added)
-        })
-        .collect())
+    Ok(rows.into_iter().map(|row| (row.suppression, row.added)).collect())
 }
 
 /// Which of `emails` (bare, lower-case) the team suppresses, with each one's origin.
