@@ -126,7 +126,7 @@ enum Source {
 }
 
 /// One problem found in a body.
-struct Problem {
+pub struct Problem {
     status: StatusCode,
     name: &'static str,
     path: String,
@@ -154,24 +154,8 @@ impl Problems {
     }
 }
 
-/// Turns problems into one error: the first problem's status and name, the message naming its
-/// field, and every problem of that name in `errors[]`.
-fn into_error(problems: Vec<Problem>) -> Option<ApiError> {
-    let first = problems.first()?;
-    let mut error = ApiError::new(first.status, first.name, format!("Invalid `{}`: {}", first.path, first.message));
-    if first.name == "missing_required_field" {
-        error.message = format!("Missing `{}` field.", first.path);
-    }
-    error.errors = problems
-        .iter()
-        .filter(|p| p.name == first.name)
-        .map(|p| FieldError { path: p.path.clone(), message: p.message.clone() })
-        .collect();
-    Some(error)
-}
-
 /// Applies the body rules to one send (`index` names it inside a batch).
-pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Result<ParsedSend, Vec<ProblemOut>> {
+pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Result<ParsedSend, Vec<Problem>> {
     let mut p = Problems { prefix: index.map(|i| format!("[{i}].")).unwrap_or_default(), list: Vec::new() };
     if body.from.is_none() {
         p.missing("from");
@@ -244,7 +228,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     }
     let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
     if !p.list.is_empty() {
-        return Err(p.list.into_iter().map(ProblemOut).collect());
+        return Err(p.list);
     }
     let from = from.expect("checked above");
     Ok(ParsedSend {
@@ -262,12 +246,22 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     })
 }
 
-/// A problem handed out of [`parse`] (merged across a batch).
-pub struct ProblemOut(Problem);
-
-/// The error for a batch's problems (or one send's).
-pub fn problems_error(problems: Vec<ProblemOut>) -> ApiError {
-    into_error(problems.into_iter().map(|p| p.0).collect()).unwrap_or_else(|| ApiError::invalid_field("body", "is invalid"))
+/// One error for the problems of a send (or a whole batch): the first problem's status and
+/// name, the message naming its field, and every problem of that name in `errors[]`.
+pub fn problems_error(problems: Vec<Problem>) -> ApiError {
+    let Some(first) = problems.first() else { return ApiError::invalid_field("body", "is invalid") };
+    let message = if first.name == "missing_required_field" {
+        format!("Missing `{}` field.", first.path)
+    } else {
+        format!("Invalid `{}`: {}", first.path, first.message)
+    };
+    let mut error = ApiError::new(first.status, first.name, message);
+    error.errors = problems
+        .iter()
+        .filter(|p| p.name == first.name)
+        .map(|p| FieldError { path: p.path.clone(), message: p.message.clone() })
+        .collect();
+    error
 }
 
 fn parse_attachments(list: Vec<AttachmentIn>, p: &mut Problems) -> Vec<PendingAttachment> {
@@ -409,11 +403,6 @@ async fn fetch(url: &str) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
-/// A send that is authorized and ready to insert.
-pub struct Ready {
-    pub email: NewEmail,
-}
-
 /// The sandbox regions and verified domains of a team, read once per request.
 pub struct TeamFacts {
     pub sandbox_regions: Vec<String>,
@@ -436,7 +425,7 @@ pub async fn authorize(
     send: ParsedSend,
     index: Option<usize>,
     domain_cache: &mut HashMap<String, Option<domains::Domain>>,
-) -> ApiResult<Ready> {
+) -> ApiResult<NewEmail> {
     let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
     let from_domain = send.from.domain().to_string();
     if !domain_cache.contains_key(&from_domain) {
@@ -494,7 +483,7 @@ pub async fn authorize(
     let size = send.html.as_ref().map_or(0, String::len)
         + send.text.as_ref().map_or(0, String::len)
         + attachments.iter().map(|a| a.content.len()).sum::<usize>();
-    let email = NewEmail {
+    Ok(NewEmail {
         id,
         team_id: caller.team_id,
         api_key_id: Some(caller.key_id),
@@ -517,14 +506,13 @@ pub async fn authorize(
             .map(|(kind, address, mailbox)| NewRecipient { kind, address, email: mailbox.key(), suppressed: false })
             .collect(),
         attachments,
-    };
-    Ok(Ready { email })
+    })
 }
 
 /// Commits accepted sends: quota, suppressed recipients, rows, `email.scheduled` and
 /// `email.suppressed` events, and one delivery job per email with something to deliver.
-pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut ready: Vec<Ready>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
-    let usage = usage::add(conn, team_id, ready.len() as i32, now).await?;
+pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
+    let usage = usage::add(conn, team_id, emails.len() as i32, now).await?;
     if usage.over_daily() {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,
@@ -539,22 +527,18 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut ready: Vec<Ready
             "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
         ));
     }
-    let addresses: Vec<String> = ready.iter().flat_map(|r| r.email.recipients.iter().map(|x| x.email.clone())).collect();
+    let addresses: Vec<String> = emails.iter().flat_map(|e| e.recipients.iter().map(|r| r.email.clone())).collect();
     let suppressed: HashMap<String, String> = suppressions::suppressed_among(conn, team_id, &addresses).await?.into_iter().collect();
-    for r in &mut ready {
-        for recipient in &mut r.email.recipients {
-            recipient.suppressed = suppressed.contains_key(&recipient.email);
-        }
+    for recipient in emails.iter_mut().flat_map(|e| e.recipients.iter_mut()) {
+        recipient.suppressed = suppressed.contains_key(&recipient.email);
     }
-    let emails: Vec<NewEmail> = ready.into_iter().map(|r| r.email).collect();
     emails::insert_many(conn, &emails).await?;
     let mut new_events = Vec::new();
     let mut jobs = Vec::new();
     for email in &emails {
-        let stored = stored_view(email);
         if let Some(at) = email.scheduled_at {
             let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
-            new_events.push(event(email, "email.scheduled", stored.event_data(&to, None)));
+            new_events.push(event(email, "email.scheduled", email.event_data(&to, None)));
             jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
         } else if !email.all_suppressed() {
             jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
@@ -567,48 +551,14 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut ready: Vec<Ready
                 "message": "The address is on the team's suppression list; the email was not sent to it.",
                 "diagnosticCode": [],
             });
-            new_events.push(event(email, "email.suppressed", stored.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
+            new_events.push(event(email, "email.suppressed", email.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
         }
     }
     events::emit(conn, &new_events).await?;
-    if email_jobs_fail(schema::jobs::enqueue_many(conn, &jobs).await) {
-        return Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "application_error", "Enqueueing the delivery failed."));
-    }
+    schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
     Ok(emails.iter().map(|e| e.id).collect())
-}
-
-fn email_jobs_fail(result: Result<(), schema::jobs::EnqueueError>) -> bool {
-    if let Err(error) = &result {
-        tracing::error!(%error, "enqueueing deliveries failed");
-    }
-    result.is_err()
 }
 
 fn event(email: &NewEmail, event_type: &'static str, data: Value) -> NewEvent {
     NewEvent { team_id: email.team_id, event_type, data, email_id: Some(email.id) }
-}
-
-/// The stored form of a new email, for building event data.
-fn stored_view(email: &NewEmail) -> emails::Email {
-    emails::Email {
-        id: email.id,
-        team_id: email.team_id,
-        api_key_id: email.api_key_id,
-        domain_id: Some(email.domain_id),
-        from_header: email.from_header.clone(),
-        from_email: email.from_email.clone(),
-        subject: email.subject.clone(),
-        html: None,
-        text: None,
-        reply_to: email.reply_to.clone(),
-        headers: email.headers.clone(),
-        tags: email.tags.clone(),
-        message_id: email.message_id.clone(),
-        last_event: email.first_event().to_string(),
-        scheduled_at: email.scheduled_at,
-        dispatched_at: None,
-        failed_reason: None,
-        size_bytes: email.size_bytes,
-        created_at: email.created_at,
-    }
 }

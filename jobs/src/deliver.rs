@@ -6,7 +6,8 @@
 //! retry are written in one transaction.
 
 use crate::smtp::{Envelope, Mailer, Outcome};
-use apalis::prelude::{BoxDynError, Data};
+use apalis::prelude::{Attempt, BoxDynError, Data};
+use apalis_postgres::PgTaskId;
 use chrono::Utc;
 use lettre::message::dkim::{DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm, DkimSigningKey};
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
@@ -73,56 +74,55 @@ impl Delivery {
     }
 }
 
-/// Runs one `deliver` job.
-pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>) -> Result<(), BoxDynError> {
-    deliver(&pool, &delivery, job.email_id).await.map_err(|error| {
-        tracing::error!(email_id = %job.email_id, error = format!("{error:#}"), "delivery run failed; it will be retried");
-        format!("{error:#}").into()
-    })
+/// Runs one `deliver` job; a failure on Herald's side (the database) retries later.
+pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    match deliver(&pool, &delivery, job.email_id).await {
+        Ok(()) => Ok(()),
+        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
 }
 
-/// Delivers the email's pending recipients and records what happened.
+/// Delivers the email's pending recipients and records what happened. The signed message is
+/// built before the claim, so a failure there leaves no recipient `sending`.
 pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    let Some(email) = emails::by_id(&mut conn, email_id).await? else { return Ok(()) };
+    let domain_id = email.domain_id.ok_or_else(|| anyhow::anyhow!("the email's domain was deleted"))?;
+    let domain = domains::get(&mut conn, email.team_id, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain gone"))?;
+    let pem = domains::signing_key(&mut conn, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain has no key"))?;
+    let attachments = emails::attachment_contents(&mut conn, email.id).await?;
+    let recipients = emails::recipients(&mut conn, &[email.id]).await?;
+    drop(conn);
+    let signer = delivery.signer(domain_id, &domain.name, &pem)?;
+    let mut message = build_message(&email, &recipients, &attachments)?;
+    message.sign(&signer);
+    let bytes = message.formatted();
+
     let mut tx = pool.begin().await?;
     let Some(claimed) = emails::claim(&mut tx, email_id).await? else { return Ok(()) };
     tx.commit().await?;
-    let email = claimed.email;
     let mut results: Vec<(Recipient, Result<Outcome, Simulated>)> = claimed
         .interrupted
         .into_iter()
         .map(|r| (r, Ok(Outcome::Ambiguous { response: "the worker stopped while submitting".into() })))
         .collect();
-
-    if !claimed.to_send.is_empty() {
-        let mut conn = pool.acquire().await?;
-        let domain_id = email.domain_id.ok_or_else(|| anyhow::anyhow!("the email's domain was deleted"))?;
-        let domain = domains::get(&mut conn, email.team_id, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain gone"))?;
-        let pem = domains::signing_key(&mut conn, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain has no key"))?;
-        let attachments = emails::attachment_contents(&mut conn, email.id).await?;
-        let all = emails::recipients(&mut conn, &[email.id]).await?;
-        drop(conn);
-        let signer = delivery.signer(domain_id, &domain.name, &pem)?;
-        let mut message = build_message(&email, &all, &attachments)?;
-        message.sign(&signer);
-        let bytes = message.formatted();
-        let require_tls = domain.tls == schema::domain::Tls::Enforced;
-        for recipient in claimed.to_send {
-            let mailbox = Mailbox::parse(&recipient.address).map_err(anyhow::Error::msg)?;
-            if let Some(outcome) = simulated(&mailbox) {
-                results.push((recipient, Err(outcome)));
-                continue;
-            }
-            let mail_from = format!("b-{}-{}@{}.{}", email.id.simple(), recipient.position, domain.custom_return_path, domain.name);
-            let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: &bytes, require_tls };
-            let outcome = delivery.mailer.send(&envelope).await;
-            results.push((recipient, Ok(outcome)));
+    let require_tls = domain.tls == schema::domain::Tls::Enforced;
+    for recipient in claimed.to_send {
+        let mailbox = Mailbox::parse(&recipient.address).map_err(anyhow::Error::msg)?;
+        if let Some(outcome) = simulated(&mailbox) {
+            results.push((recipient, Err(outcome)));
+            continue;
         }
+        let mail_from = format!("b-{}-{}@{}.{}", email.id.simple(), recipient.position, domain.custom_return_path, domain.name);
+        let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: &bytes, require_tls };
+        let outcome = delivery.mailer.send(&envelope).await;
+        results.push((recipient, Ok(outcome)));
     }
     if results.is_empty() {
         return Ok(());
     }
     let mut tx = pool.begin().await?;
-    record(&mut tx, &delivery.settings, &email, results).await?;
+    record(&mut tx, &delivery.settings, &claimed.email, results).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -155,32 +155,33 @@ pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[ema
             builder = builder.raw_header(HeaderValue::new(name, value.as_str().unwrap_or_default().to_string()));
         }
     }
+    let single = |text: &Option<String>, html: &Option<String>| match (text, html) {
+        (_, Some(html)) => SinglePart::html(html.clone()),
+        (text, None) => SinglePart::plain(text.clone().unwrap_or_default()),
+    };
     let body = match (&email.text, &email.html) {
-        (Some(text), Some(html)) => MultiPart::alternative_plain_html(text.clone(), html.clone()),
-        (Some(text), None) => MultiPart::mixed().singlepart(SinglePart::plain(text.clone())),
-        (None, Some(html)) => MultiPart::mixed().singlepart(SinglePart::html(html.clone())),
-        (None, None) => MultiPart::mixed().singlepart(SinglePart::plain(String::new())),
+        (Some(text), Some(html)) => Ok(MultiPart::alternative_plain_html(text.clone(), html.clone())),
+        (text, html) => Err(single(text, html)),
     };
-    let message = if attachments.is_empty() {
-        match (&email.text, &email.html) {
-            (Some(_), Some(_)) => builder.multipart(body)?,
-            (Some(text), None) => builder.singlepart(SinglePart::plain(text.clone()))?,
-            (None, Some(html)) => builder.singlepart(SinglePart::html(html.clone()))?,
-            (None, None) => builder.singlepart(SinglePart::plain(String::new()))?,
-        }
-    } else {
-        let mut mixed = MultiPart::mixed().multipart(body);
-        for emails::AttachmentContent { attachment, content } in attachments {
-            let content_type = ContentType::parse(&attachment.content_type).unwrap_or(ContentType::parse("application/octet-stream")?);
-            let part = match &attachment.content_id {
-                Some(cid) => Attachment::new_inline_with_name(cid.clone(), attachment.filename.clone()),
-                None => Attachment::new(attachment.filename.clone()),
-            };
-            mixed = mixed.singlepart(part.body(content.clone(), content_type));
-        }
-        builder.multipart(mixed)?
+    if attachments.is_empty() {
+        return Ok(match body {
+            Ok(alternative) => builder.multipart(alternative)?,
+            Err(part) => builder.singlepart(part)?,
+        });
+    }
+    let mut mixed = match body {
+        Ok(alternative) => MultiPart::mixed().multipart(alternative),
+        Err(part) => MultiPart::mixed().singlepart(part),
     };
-    Ok(message)
+    for emails::AttachmentContent { attachment, content } in attachments {
+        let content_type = ContentType::parse(&attachment.content_type).unwrap_or(ContentType::parse("application/octet-stream")?);
+        let part = match &attachment.content_id {
+            Some(cid) => Attachment::new_inline_with_name(cid.clone(), attachment.filename.clone()),
+            None => Attachment::new(attachment.filename.clone()),
+        };
+        mixed = mixed.singlepart(part.body(content.clone(), content_type));
+    }
+    Ok(builder.multipart(mixed)?)
 }
 
 /// What one recipient's result means: its new status, the events it emits, and whether it
@@ -320,7 +321,7 @@ async fn record(
         new_events.push(NewEvent {
             team_id: email.team_id,
             event_type: "suppression.added",
-            data: suppression_event_data(suppression),
+            data: suppression.event_data(),
             email_id: None,
         });
     }
@@ -338,28 +339,20 @@ async fn record(
     Ok(())
 }
 
-/// The `data` of `suppression.added` and `suppression.removed`.
-pub fn suppression_event_data(suppression: &suppressions::Suppression) -> Value {
-    json!({
-        "id": suppression.id,
-        "email": suppression.email,
-        "origin": suppression.origin,
-        "source_id": suppression.source_id,
-        "created_at": suppression.created_at,
-    })
-}
-
 /// Runs one `resolve_ambiguous` job: recipients still ambiguous after the window fail with
 /// reason `ambiguous_submission`.
-pub async fn handle_ambiguous(job: ResolveAmbiguous, pool: Data<PgPool>) -> Result<(), BoxDynError> {
-    resolve_ambiguous(&pool, job.email_id).await.map_err(|error| format!("{error:#}").into())
+pub async fn handle_ambiguous(job: ResolveAmbiguous, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    match resolve_ambiguous(&pool, job.email_id).await {
+        Ok(()) => Ok(()),
+        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
 }
 
 /// Fails the email's recipients that no later event resolved.
 pub async fn resolve_ambiguous(pool: &PgPool, email_id: uuid::Uuid) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     let pending = emails::ambiguous_recipients(&mut tx, email_id).await?;
-    let Some(email) = emails::by_ids(&mut tx, &[email_id]).await?.into_iter().next() else { return Ok(()) };
+    let Some(email) = emails::by_id(&mut tx, email_id).await? else { return Ok(()) };
     if pending.is_empty() {
         return Ok(());
     }

@@ -130,6 +130,14 @@ fn timed_out(stage: Stage, what: &str) -> Outcome {
     }
 }
 
+/// Why no transaction was started on a destination.
+enum NotConnected {
+    /// The host could not be resolved or reached: the next MX may do better.
+    Unreachable(String),
+    /// The host answered but the session ended before a transaction (STARTTLS, AUTH, no TLS).
+    Ended(Outcome),
+}
+
 /// One destination: a host name (or address) and a port.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Destination {
@@ -180,15 +188,15 @@ impl Mailer {
                 }
             }
         };
-        let mut last = Outcome::Deferred { response: "no destination".into() };
+        // Only a destination that could not be reached is worth the next one.
+        let mut unreachable = String::from("no destination");
         for destination in destinations {
             match self.send_to(&destination, envelope, final_hop).await {
-                // Only a destination that could not be reached is worth the next MX.
-                Outcome::Deferred { response } if response.starts_with("connect:") => last = Outcome::Deferred { response },
-                outcome => return outcome,
+                Ok(outcome) => return outcome,
+                Err(why) => unreachable = why,
             }
         }
-        last
+        Outcome::Deferred { response: unreachable }
     }
 
     /// The MX hosts of `domain` by preference; the domain itself when it has none.
@@ -214,21 +222,23 @@ impl Mailer {
         }
     }
 
-    async fn send_to(&self, destination: &Destination, envelope: &Envelope<'_>, final_hop: bool) -> Outcome {
+    /// The outcome of a transaction with `destination`, or why it could not be reached.
+    async fn send_to(&self, destination: &Destination, envelope: &Envelope<'_>, final_hop: bool) -> Result<Outcome, String> {
         // A pooled connection may have gone stale: a failure before the message is retried once
         // on a fresh connection.
         if let Some(connection) = self.take_idle(destination) {
             match self.transaction(connection, destination, envelope, final_hop).await {
                 (Outcome::Deferred { .. }, None) => {}
-                (outcome, connection) => return self.finish(destination, outcome, connection),
+                (outcome, connection) => return Ok(self.finish(destination, outcome, connection)),
             }
         }
         let connection = match self.connect(destination, envelope.require_tls).await {
             Ok(connection) => connection,
-            Err(outcome) => return outcome,
+            Err(NotConnected::Unreachable(why)) => return Err(why),
+            Err(NotConnected::Ended(outcome)) => return Ok(outcome),
         };
         let (outcome, connection) = self.transaction(connection, destination, envelope, final_hop).await;
-        self.finish(destination, outcome, connection)
+        Ok(self.finish(destination, outcome, connection))
     }
 
     fn finish(&self, destination: &Destination, outcome: Outcome, connection: Option<AsyncSmtpConnection>) -> Outcome {
@@ -250,9 +260,10 @@ impl Mailer {
 
     /// Opens a connection: resolves the host, connects, EHLO, STARTTLS when offered (required
     /// when `require_tls`), AUTH for a relay with credentials.
-    async fn connect(&self, destination: &Destination, require_tls: bool) -> Result<AsyncSmtpConnection, Outcome> {
+    async fn connect(&self, destination: &Destination, require_tls: bool) -> Result<AsyncSmtpConnection, NotConnected> {
         let settings = &self.settings;
-        let address = self.address_of(&destination.host).await?;
+        let address = self.address_of(&destination.host).await.map_err(NotConnected::Unreachable)?;
+        let ended = NotConnected::Ended;
         let hello = ClientId::Domain(settings.helo.clone());
         let implicit = settings.relay.as_ref().is_some_and(|relay| relay.implicit_tls);
         let tls = |host: &str| {
@@ -262,7 +273,7 @@ impl Mailer {
                 .build_rustls()
         };
         let implicit_tls = if implicit {
-            Some(tls(&destination.host).map_err(|e| Outcome::Deferred { response: format!("connect: TLS setup: {e}") })?)
+            Some(tls(&destination.host).map_err(|e| ended(Outcome::Deferred { response: format!("TLS setup: {e}") }))?)
         } else {
             None
         };
@@ -275,21 +286,21 @@ impl Mailer {
         );
         let mut connection = match tokio::time::timeout(settings.command_timeout * 2, connect).await {
             Ok(Ok(connection)) => connection,
-            Ok(Err(error)) => return Err(Outcome::Deferred { response: format!("connect: {}:{}: {error}", destination.host, destination.port) }),
-            Err(_) => return Err(Outcome::Deferred { response: format!("connect: {}:{} timed out", destination.host, destination.port) }),
+            Ok(Err(error)) => return Err(NotConnected::Unreachable(format!("{}:{}: {error}", destination.host, destination.port))),
+            Err(_) => return Err(NotConnected::Unreachable(format!("{}:{} timed out", destination.host, destination.port))),
         };
         if connection.can_starttls() {
-            let parameters = tls(&destination.host).map_err(|e| Outcome::Deferred { response: format!("TLS setup: {e}") })?;
+            let parameters = tls(&destination.host).map_err(|e| ended(Outcome::Deferred { response: format!("TLS setup: {e}") }))?;
             match tokio::time::timeout(settings.command_timeout, connection.starttls(parameters, &hello)).await {
                 Ok(Ok(())) => {}
-                Ok(Err(error)) => return Err(classify(Stage::BeforeMessage, Err(error), false)),
-                Err(_) => return Err(timed_out(Stage::BeforeMessage, "STARTTLS")),
+                Ok(Err(error)) => return Err(ended(classify(Stage::BeforeMessage, Err(error), false))),
+                Err(_) => return Err(ended(timed_out(Stage::BeforeMessage, "STARTTLS"))),
             }
         } else if require_tls && !connection.is_encrypted() {
             close(connection).await;
-            return Err(Outcome::NoTls {
+            return Err(ended(Outcome::NoTls {
                 response: format!("{}:{} does not offer STARTTLS and the domain requires TLS", destination.host, destination.port),
-            });
+            }));
         }
         if let Some((user, pass)) = settings.relay.as_ref().and_then(|relay| relay.credentials.clone()) {
             use lettre::transport::smtp::authentication::{Credentials, Mechanism};
@@ -297,8 +308,8 @@ impl Mailer {
             let auth = connection.auth(&[Mechanism::Plain, Mechanism::Login], &credentials);
             match tokio::time::timeout(settings.command_timeout, auth).await {
                 Ok(Ok(_)) => {}
-                Ok(Err(error)) => return Err(Outcome::Deferred { response: format!("AUTH failed: {error}") }),
-                Err(_) => return Err(timed_out(Stage::BeforeMessage, "AUTH")),
+                Ok(Err(error)) => return Err(ended(Outcome::Deferred { response: format!("AUTH failed: {error}") })),
+                Err(_) => return Err(ended(timed_out(Stage::BeforeMessage, "AUTH"))),
             }
         }
         Ok(connection)
@@ -306,7 +317,7 @@ impl Mailer {
 
     /// The IP address of `host` through the configured resolver (or the host itself when it
     /// is an address).
-    async fn address_of(&self, host: &str) -> Result<IpAddr, Outcome> {
+    async fn address_of(&self, host: &str) -> Result<IpAddr, String> {
         if let Ok(ip) = host.trim_matches(['[', ']']).parse::<IpAddr>() {
             return Ok(ip);
         }
@@ -314,9 +325,9 @@ impl Mailer {
             Lookup::Found(addresses) => addresses
                 .iter()
                 .find_map(|a| a.parse().ok())
-                .ok_or_else(|| Outcome::Deferred { response: format!("connect: {host} has no usable address") }),
-            Lookup::NotFound => Err(Outcome::Deferred { response: format!("connect: {host} has no address") }),
-            Lookup::Unreachable(error) => Err(Outcome::Deferred { response: format!("connect: resolving {host}: {error}") }),
+                .ok_or_else(|| format!("{host} has no usable address")),
+            Lookup::NotFound => Err(format!("{host} has no address")),
+            Lookup::Unreachable(error) => Err(format!("resolving {host}: {error}")),
         }
     }
 

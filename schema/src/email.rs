@@ -2,8 +2,6 @@
 //! headers, subjects and attachment names, each by document B's rules. A failure is a message
 //! for the field's `errors[]` entry.
 
-use std::collections::BTreeMap;
-
 /// Recipients (`to`, `cc` and `bcc` together) per email.
 pub const MAX_RECIPIENTS: usize = 50;
 /// Emails per batch.
@@ -148,11 +146,10 @@ pub fn check_tag(name: &str, value: &str) -> Result<(), String> {
 /// Whether a custom header name is one Herald sets or that controls delivery.
 pub fn is_reserved_header(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "from", "to", "cc", "bcc", "subject", "date", "message-id", "return-path", "mime-version",
-        "content-type", "content-transfer-encoding", "content-disposition", "content-id", "dkim-signature",
+        "from", "to", "cc", "bcc", "subject", "date", "message-id", "return-path", "mime-version", "dkim-signature",
         "domainkey-signature", "received", "sender", "authentication-results", "received-spf", "reply-to",
         "delivered-to", "envelope-to", "x-original-to", "disposition-notification-to", "return-receipt-to",
-        "precedence", "auto-submitted", "x-mailer-daemon", "errors-to", "in-reply-to-daemon",
+        "precedence", "auto-submitted", "errors-to",
     ];
     let name = name.to_ascii_lowercase();
     RESERVED.contains(&name.as_str())
@@ -222,9 +219,6 @@ pub fn check_content_type(content_type: &str) -> Result<(), String> {
         _ => Err(format!("`{content_type}` is not a content type")),
     }
 }
-
-/// Tags as stored and returned: an object of name to value.
-pub type Tags = BTreeMap<String, String>;
 
 #[cfg(test)]
 mod tests {

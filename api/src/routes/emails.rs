@@ -372,7 +372,7 @@ async fn idempotent<F, Fut>(
 ) -> ApiResult<SendResponse>
 where
     F: FnOnce() -> Fut,
-    Fut: std::future::Future<Output = ApiResult<Vec<send::Ready>>>,
+    Fut: std::future::Future<Output = ApiResult<Vec<schema::store::emails::NewEmail>>>,
 {
     let key = IdempotencyKey::parse(key)?;
     let print = idempotency::fingerprint("POST", path, raw);

@@ -181,7 +181,7 @@ impl SuppressionsApi {
         let event = NewEvent {
             team_id: caller.team_id,
             event_type: "suppression.removed",
-            data: jobs::deliver::suppression_event_data(&removed),
+            data: removed.event_data(),
             email_id: None,
         };
         events::emit(&mut tx, &[event]).await?;
@@ -201,7 +201,7 @@ async fn add(conn: &mut PgConnection, team_id: uuid::Uuid, emails: Vec<String>) 
         .map(|(row, _)| NewEvent {
             team_id,
             event_type: "suppression.added",
-            data: jobs::deliver::suppression_event_data(row),
+            data: row.event_data(),
             email_id: None,
         })
         .collect();

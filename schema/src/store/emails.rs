@@ -190,13 +190,24 @@ pub struct Recipient {
     pub last_response: Option<String>,
 }
 
-impl Email {
+/// The fields every `email.*` event carries, borrowed from a stored or a new email.
+struct EventHead<'a> {
+    id: Uuid,
+    from: &'a str,
+    subject: &'a str,
+    message_id: &'a str,
+    created_at: DateTime<Utc>,
+    tags: &'a Value,
+    headers: &'a Value,
+}
+
+impl EventHead<'_> {
     /// The `data` document C gives every `email.*` event: `to` names the recipients the event
     /// concerns; `extra` is the type's own key (`bounce`, `failed`, ...).
-    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
+    fn data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
         let mut data = json!({
             "email_id": self.id,
-            "from": self.from_header,
+            "from": self.from,
             "to": to,
             "subject": self.subject,
             "message_id": self.message_id,
@@ -215,6 +226,38 @@ impl Email {
     }
 }
 
+impl Email {
+    /// An event's `data` for this email (see [`EventHead::data`]).
+    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
+        let head = EventHead {
+            id: self.id,
+            from: &self.from_header,
+            subject: &self.subject,
+            message_id: &self.message_id,
+            created_at: self.created_at,
+            tags: &self.tags,
+            headers: &self.headers,
+        };
+        head.data(to, extra)
+    }
+}
+
+impl NewEmail {
+    /// An event's `data` for this email as it is accepted.
+    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
+        let head = EventHead {
+            id: self.id,
+            from: &self.from_header,
+            subject: &self.subject,
+            message_id: &self.message_id,
+            created_at: self.created_at,
+            tags: &self.tags,
+            headers: &self.headers,
+        };
+        head.data(to, extra)
+    }
+}
+
 /// One email of the team.
 pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Email>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE team_id = $1 AND id = $2")))
@@ -224,11 +267,11 @@ pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Resu
         .await
 }
 
-/// Emails by id, any team (the worker).
-pub async fn by_ids(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec<Email>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE id = ANY($1)")))
-        .bind(ids)
-        .fetch_all(conn)
+/// One email by id, any team (the worker).
+pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Email>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {EMAIL_COLUMNS} FROM emails WHERE id = $1")))
+        .bind(id)
+        .fetch_optional(conn)
         .await
 }
 
@@ -420,7 +463,7 @@ pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Opti
     .bind(email_id)
     .fetch_all(&mut *conn)
     .await?;
-    let to_send: Vec<Recipient> = sqlx::query_as(
+    let mut to_send: Vec<Recipient> = sqlx::query_as(
         "UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
          WHERE email_id = $1 AND status IN ('queued', 'delayed')
          RETURNING email_id, position, kind, address, email, status, attempts, last_response",
@@ -428,7 +471,7 @@ pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Opti
     .bind(email_id)
     .fetch_all(&mut *conn)
     .await?;
-    let mut to_send = to_send;
+    // UPDATE … RETURNING has no order.
     to_send.sort_by_key(|r| r.position);
     Ok(Some(Claimed { email, to_send, interrupted }))
 }
@@ -489,13 +532,4 @@ pub async fn ambiguous_recipients(conn: &mut PgConnection, email_id: Uuid) -> sq
     .bind(email_id)
     .fetch_all(conn)
     .await
-}
-
-/// Counts of the team's emails by latest event since `since`.
-pub async fn counts_by_event(conn: &mut PgConnection, team_id: Uuid, since: DateTime<Utc>) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as("SELECT last_event, count(*) FROM emails WHERE team_id = $1 AND created_at >= $2 GROUP BY last_event")
-        .bind(team_id)
-        .bind(since)
-        .fetch_all(conn)
-        .await
 }

@@ -16,6 +16,19 @@ pub struct Suppression {
     pub created_at: DateTime<Utc>,
 }
 
+impl Suppression {
+    /// The `data` of `suppression.added` and `suppression.removed`.
+    pub fn event_data(&self) -> serde_json::Value {
+        serde_json::json!({
+            "id": self.id,
+            "email": self.email,
+            "origin": self.origin,
+            "source_id": self.source_id,
+            "created_at": self.created_at,
+        })
+    }
+}
+
 /// One address to suppress.
 #[derive(Debug, Clone)]
 pub struct NewSuppression {
