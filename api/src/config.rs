@@ -158,17 +158,7 @@ impl Config {
 
 /// A wait such as `30s`, `5m`, `2h` or `1d` (a bare number is seconds).
 fn duration(raw: &str) -> Option<std::time::Duration> {
-    let split = raw.find(|c: char| !c.is_ascii_digit()).unwrap_or(raw.len());
-    let (number, unit) = raw.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let seconds = match unit {
-        "" | "s" => number,
-        "m" => number * 60,
-        "h" => number * 3600,
-        "d" => number * 86400,
-        _ => return None,
-    };
-    Some(std::time::Duration::from_secs(seconds))
+    schema::when::parse_duration(raw)?.to_std().ok()
 }
 
 /// The host under which default record targets live: the public URL's host, or

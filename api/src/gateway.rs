@@ -72,6 +72,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
                 None
             };
             let endpoint = operation.map(|o| o.path.to_string()).unwrap_or_else(|| normalize(&requested_path).0);
+            let email_id = sent_email_id(operation, status, response_body.as_ref());
             self.state
                 .logs
                 .write(RequestLog {
@@ -87,7 +88,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
                     request_id,
                     latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
                     api_key_id: Some(credential.key_id),
-                    email_id: None,
+                    email_id,
                     request_body,
                     response_body,
                 })
@@ -225,6 +226,16 @@ impl<E: Endpoint> Gateway<E> {
         headers.insert("ratelimit-remaining", HeaderValue::from(tokens.floor() as u64));
         headers.insert("ratelimit-reset", HeaderValue::from(reset));
     }
+}
+
+/// The email a successful send created, for its log entry (the first one of a batch).
+fn sent_email_id(operation: Option<&Operation>, status: StatusCode, body: Option<&serde_json::Value>) -> Option<Uuid> {
+    if !status.is_success() || !operation.is_some_and(|o| o.carries_send_content) {
+        return None;
+    }
+    let body = body?;
+    let id = body.get("id").or_else(|| body.pointer("/data/0/id"))?;
+    id.as_str()?.parse().ok()
 }
 
 fn routing_error(routing: Option<Routing>) -> ApiError {

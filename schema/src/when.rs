@@ -47,6 +47,26 @@ pub fn parse_scheduled_at(raw: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>
     }
 }
 
+/// A length of time as written in a request or a setting: a number and a unit, with or without
+/// a space (`30s`, `10m`, `10 minutes`, `2h`, `1 day`, `1w`). A bare number is seconds.
+pub fn parse_duration(raw: &str) -> Option<TimeDelta> {
+    let text = raw.trim().to_ascii_lowercase();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: i64 = number.parse().ok()?;
+    let unit = unit.trim_start();
+    let unit = if unit.len() > 2 { unit.trim_end_matches('s') } else { unit };
+    let delta = match unit {
+        "" | "s" | "sec" | "second" => TimeDelta::try_seconds(number)?,
+        "m" | "min" | "minute" => TimeDelta::try_minutes(number)?,
+        "h" | "hr" | "hour" => TimeDelta::try_hours(number)?,
+        "d" | "day" => TimeDelta::try_days(number)?,
+        "w" | "week" => TimeDelta::try_weeks(number)?,
+        _ => return None,
+    };
+    Some(delta)
+}
+
 fn read(raw: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let text = raw.trim();
     iso(text).or_else(|| phrase(&text.to_ascii_lowercase(), now))
@@ -203,5 +223,18 @@ mod tests {
         assert!(parse_scheduled_at("in 30 days", now()).is_ok());
         let message = WhenError::Unreadable.message();
         assert!(message.contains("ISO 8601") && message.contains("in 2 hours"));
+    }
+
+    #[test]
+    fn durations_read_with_or_without_a_space_and_in_long_or_short_units() {
+        assert_eq!(parse_duration("10m"), Some(TimeDelta::minutes(10)));
+        assert_eq!(parse_duration("1 day"), Some(TimeDelta::days(1)));
+        assert_eq!(parse_duration("48 hours"), Some(TimeDelta::hours(48)));
+        assert_eq!(parse_duration("90"), Some(TimeDelta::seconds(90)));
+        assert_eq!(parse_duration("2 weeks"), Some(TimeDelta::weeks(2)));
+        assert_eq!(parse_duration("ten minutes"), None);
+        assert_eq!(parse_duration("5 fortnights"), None);
+        assert_eq!(parse_duration("10ms"), None);
+        assert_eq!(parse_duration(""), None);
     }
 }

@@ -29,8 +29,15 @@ pub async fn setup() -> Mail {
 
 /// As [`setup`], with this sink and further configuration.
 pub async fn setup_with(sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mail {
+    let mut mail = setup_without_workers(sink, adjust).await;
+    mail.app.start_workers();
+    mail
+}
+
+/// As [`setup_with`], with no workers running in this process (a test starts `herald worker`).
+pub async fn setup_without_workers(sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mail {
     let port = sink.port();
-    let mut app = TestApp::spawn_with(|config| {
+    let app = TestApp::spawn_with(|config| {
         config.mx_port = port;
         config.smtp_timeout_seconds = 5;
         config.smtp_data_timeout_seconds = 2;
@@ -45,7 +52,6 @@ pub async fn setup_with(sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mai
     let domain = verified_domain(&app, SENDING_DOMAIN, json!({})).await;
     route_to_sink(&app, RECIPIENT_DOMAIN);
     leave_sandbox(&app).await;
-    app.start_workers();
     Mail { app, sink, domain }
 }
 

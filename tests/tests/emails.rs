@@ -309,3 +309,25 @@ async fn a_scheduled_email_can_be_rescheduled_and_canceled_until_it_is_dispatche
     mail.app.post(&format!("/emails/{sent}/cancel"), json!({})).await.assert_error(409, "resource_locked");
     mail.app.patch(&format!("/emails/{sent}"), json!({ "scheduled_at": "in 1 hour" })).await.assert_error(409, "resource_locked");
 }
+
+#[tokio::test]
+async fn the_request_log_of_a_send_names_the_email_it_created() {
+    let mail = mail::setup().await;
+    let id = mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let batch = mail.app.post("/emails/batch", json!([Mail::message("delivered@simulator.herald.test")])).await;
+    let first_of_batch = batch.body["data"][0]["id"].as_str().unwrap().to_string();
+    mail.app.post("/emails", json!({})).await.assert_error(422, "missing_required_field");
+    mail.app.wait_for_rows("request_logs WHERE endpoint LIKE '/emails%'", 3).await;
+    let logged: Vec<(String, Option<uuid::Uuid>)> =
+        sqlx::query_as("SELECT endpoint, email_id FROM request_logs WHERE endpoint LIKE '/emails%' ORDER BY id")
+            .fetch_all(&mail.app.pool)
+            .await
+            .unwrap();
+    let ids: Vec<Option<String>> = logged.iter().map(|(_, id)| id.map(|id| id.to_string())).collect();
+    assert_eq!(ids, vec![Some(id.clone()), Some(first_of_batch), None], "{logged:?}");
+    let log_id: uuid::Uuid = sqlx::query_scalar("SELECT id FROM request_logs WHERE email_id IS NOT NULL ORDER BY id LIMIT 1")
+        .fetch_one(&mail.app.pool)
+        .await
+        .unwrap();
+    assert_eq!(mail.app.get(&format!("/logs/{log_id}")).await.body["email_id"], id.as_str());
+}

@@ -120,6 +120,37 @@ pub struct EmailList {
     pub data: Vec<EmailView>,
 }
 
+/// Of the emails accepted in a window, how many reached each outcome. Rates are fractions of
+/// `received`.
+#[derive(Object)]
+pub struct EmailMetrics {
+    /// Always `email_metrics`.
+    pub object: String,
+    pub start_date: DateTime<Utc>,
+    pub end_date: DateTime<Utc>,
+    /// Emails accepted from you for sending in the window (not inbound mail).
+    pub received: i64,
+    /// ...with at least one recipient's server accepting them (`email.sent`).
+    pub sent: i64,
+    /// ...delivered to at least one recipient's own mail server.
+    pub delivered: i64,
+    pub delivery_delayed: i64,
+    pub bounced: i64,
+    pub complained: i64,
+    pub failed: i64,
+    pub suppressed: i64,
+    pub canceled: i64,
+    /// Engagement: opened at least once (when open tracking is on).
+    pub opened: i64,
+    /// Engagement: a link clicked at least once (when click tracking is on).
+    pub clicked: i64,
+    pub delivery_rate: f64,
+    pub bounce_rate: f64,
+    pub complaint_rate: f64,
+    pub open_rate: f64,
+    pub click_rate: f64,
+}
+
 /// Body of `PATCH /emails/{email_id}`.
 #[derive(Object, Deserialize)]
 pub struct Reschedule {
@@ -268,6 +299,52 @@ impl EmailsApi {
         let recipients = emails::recipients(&mut conn, &ids).await?;
         let data = page.data.into_iter().map(|email| view(email, &recipients, false)).collect();
         Ok(Json(EmailList { object: "list".into(), has_more: page.has_more, data }))
+    }
+
+    /// Delivery, bounce, complaint and engagement counts of the emails accepted in a window
+    /// (default the last 30 days), each email counted once per outcome.
+    #[oai(path = "/emails/metrics", method = "get", operation_id = "get-email-metrics")]
+    async fn metrics(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// ISO 8601 instant or calendar date, inclusive (default 30 days before `end_date`).
+        start_date: Query<Option<String>>,
+        /// ISO 8601 instant or calendar date, inclusive (default now, or `start_date` when that is later).
+        end_date: Query<Option<String>>,
+    ) -> ApiResult<Json<EmailMetrics>> {
+        let (start, end) = date_range(start_date.0, end_date.0, true)?;
+        let end = end.unwrap_or_else(|| start.map_or_else(Utc::now, |start| start.max(Utc::now())));
+        let start = start.unwrap_or(end - chrono::TimeDelta::days(30));
+        if end < start {
+            return Err(ApiError::invalid_parameter("start_date", "must not be after `end_date`"));
+        }
+        let mut conn = state.pool.acquire().await?;
+        let counts: HashMap<String, i64> = emails::metrics(&mut conn, caller.team_id, start, end).await?.into_iter().collect();
+        let count = |kind: &str| counts.get(kind).copied().unwrap_or(0);
+        let received = count("received");
+        let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
+        Ok(Json(EmailMetrics {
+            object: "email_metrics".into(),
+            start_date: start,
+            end_date: end,
+            received,
+            sent: count("email.sent"),
+            delivered: count("email.delivered"),
+            delivery_delayed: count("email.delivery_delayed"),
+            bounced: count("email.bounced"),
+            complained: count("email.complained"),
+            failed: count("email.failed"),
+            suppressed: count("email.suppressed"),
+            canceled: count("email.canceled"),
+            opened: count("email.opened"),
+            clicked: count("email.clicked"),
+            delivery_rate: rate(count("email.delivered")),
+            bounce_rate: rate(count("email.bounced")),
+            complaint_rate: rate(count("email.complained")),
+            open_rate: rate(count("email.opened")),
+            click_rate: rate(count("email.clicked")),
+        }))
     }
 
     /// Retrieve an email with its recipients' delivery and its event timeline.

@@ -2,9 +2,11 @@
 
 pub mod api_keys;
 pub mod domains;
+pub mod email_shares;
 pub mod emails;
 pub mod health;
 pub mod logs;
+pub mod pages;
 pub mod suppressions;
 
 use poem_openapi::Tags;
@@ -25,6 +27,9 @@ pub enum Tag {
     Emails,
     /// Addresses the team will not send to.
     Suppressions,
+    /// Pages for people (`text/html`), reached by links Herald hands out.
+    #[oai(rename = "Hosted pages")]
+    Pages,
 }
 
 /// Every API of the service, in document order.
@@ -34,11 +39,22 @@ pub type Apis = (
     logs::LogsApi,
     domains::DomainsApi,
     emails::EmailsApi,
+    email_shares::EmailSharesApi,
     suppressions::SuppressionsApi,
+    pages::PagesApi,
 );
 
 pub fn apis() -> Apis {
-    (health::HealthApi, api_keys::ApiKeysApi, logs::LogsApi, domains::DomainsApi, emails::EmailsApi, suppressions::SuppressionsApi)
+    (
+        health::HealthApi,
+        api_keys::ApiKeysApi,
+        logs::LogsApi,
+        domains::DomainsApi,
+        emails::EmailsApi,
+        email_shares::EmailSharesApi,
+        suppressions::SuppressionsApi,
+        pages::PagesApi,
+    )
 }
 
 /// `{ object, id }`, the answer of an update.

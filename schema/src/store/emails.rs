@@ -364,6 +364,44 @@ pub async fn cancel(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// The event types `GET /emails/metrics` counts.
+pub const METRIC_EVENTS: &[&str] = &[
+    "email.sent",
+    "email.delivered",
+    "email.delivery_delayed",
+    "email.bounced",
+    "email.complained",
+    "email.failed",
+    "email.suppressed",
+    "email.canceled",
+    "email.opened",
+    "email.clicked",
+];
+
+/// Of the team's emails accepted from `start` to `end`: how many there are (`received`), and
+/// for each type of [`METRIC_EVENTS`] how many of them have at least one such event. One
+/// statement over index ranges (ids are time-ordered, and an email's events come after it).
+pub async fn metrics(
+    conn: &mut PgConnection,
+    team_id: Uuid,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+) -> sqlx::Result<Vec<(String, i64)>> {
+    sqlx::query_as(
+        "SELECT 'received' AS kind, count(*) FROM emails WHERE team_id = $1 AND id BETWEEN $2 AND $3
+         UNION ALL
+         SELECT type, count(DISTINCT email_id) FROM events
+         WHERE team_id = $1 AND type = ANY($4) AND id >= $2 AND email_id BETWEEN $2 AND $3
+         GROUP BY type",
+    )
+    .bind(team_id)
+    .bind(crate::ids::first_at(start))
+    .bind(crate::ids::last_at(end))
+    .bind(METRIC_EVENTS)
+    .fetch_all(conn)
+    .await
+}
+
 /// An attachment's description (without its bytes).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Attachment {

@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod request_logs;
 pub mod schedule;
+pub mod shares;
 pub mod suppressions;
 pub mod teams;
 pub mod usage;

@@ -1,0 +1,140 @@
+//! Pages served to people rather than programs, at `HERALD_PUBLIC_URL`: plain server-rendered
+//! HTML without JavaScript.
+
+use crate::error::ApiResult;
+use crate::routes::Tag;
+use crate::state::AppState;
+use poem::web::Data;
+use poem_openapi::param::Path;
+use poem_openapi::payload::Html;
+use poem_openapi::ApiResponse;
+use schema::store::{emails, shares};
+
+pub struct PagesApi;
+
+/// No scripts anywhere; the email's own HTML is shown in a sandboxed frame, with only inline
+/// styles and https or inline images.
+const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-src 'self'; base-uri 'none'; form-action 'none'";
+
+/// A hosted page or the page that says it is not there.
+#[derive(ApiResponse)]
+pub enum PageResponse {
+    /// The page.
+    #[oai(status = 200)]
+    Ok(
+        Html<String>,
+        #[oai(header = "content-security-policy")] String,
+        #[oai(header = "cache-control")] String,
+        #[oai(header = "referrer-policy")] String,
+        #[oai(header = "x-robots-tag")] String,
+    ),
+    /// An unknown, expired or revoked link: one answer for all three.
+    #[oai(status = 404)]
+    NotFound(Html<String>, #[oai(header = "cache-control")] String),
+}
+
+impl PageResponse {
+    fn page(html: String) -> Self {
+        PageResponse::Ok(Html(html), PAGE_POLICY.into(), "no-store".into(), "no-referrer".into(), "noindex, nofollow".into())
+    }
+
+    fn not_found() -> Self {
+        PageResponse::NotFound(
+            Html(document("Link not found", "<main><h1>This link does not work</h1><p>It may have expired or been revoked. Ask the sender for a new one.</p></main>")),
+            "no-store".into(),
+        )
+    }
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Pages")]
+impl PagesApi {
+    /// The read-only view of a sent email behind a link from `POST /emails/{email_id}/share`
+    /// (`text/html`). An unknown, expired or revoked link answers the same 404 page.
+    #[oai(path = "/share/:token", method = "get", operation_id = "view-shared-email")]
+    async fn shared_email(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<PageResponse> {
+        let mut conn = state.pool.acquire().await?;
+        let Some(email_id) = shares::live_email(&mut conn, &schema::secret::hash(&token.0)).await? else {
+            return Ok(PageResponse::not_found());
+        };
+        let Some(email) = emails::by_id(&mut conn, email_id).await? else { return Ok(PageResponse::not_found()) };
+        let recipients = emails::recipients(&mut conn, &[email_id]).await?;
+        let attachments = emails::attachments(&mut conn, email_id).await?;
+        Ok(PageResponse::page(email_page(&email, &recipients, &attachments)))
+    }
+}
+
+/// The page of one email: its headers, its body, and its attachments' names. Bcc recipients are
+/// not shown.
+fn email_page(email: &emails::Email, recipients: &[emails::Recipient], attachments: &[emails::Attachment]) -> String {
+    let list = |kind: &str| {
+        recipients.iter().filter(|r| r.kind == kind).map(|r| escape(&r.address)).collect::<Vec<_>>().join(", ")
+    };
+    let mut rows = vec![("From", escape(&email.from_header)), ("To", list("to"))];
+    let cc = list("cc");
+    if !cc.is_empty() {
+        rows.push(("Cc", cc));
+    }
+    rows.push(("Date", escape(&email.created_at.format("%a, %d %b %Y %H:%M UTC").to_string())));
+    let mut body = format!("<main><h1>{}</h1><dl>", escape(&email.subject));
+    for (name, value) in rows {
+        body.push_str(&format!("<dt>{name}</dt><dd>{value}</dd>"));
+    }
+    body.push_str("</dl>");
+    match (&email.html, &email.text) {
+        (Some(html), _) => body.push_str(&format!(
+            "<iframe title=\"Message\" sandbox referrerpolicy=\"no-referrer\" srcdoc=\"{}\"></iframe>",
+            escape(html)
+        )),
+        (None, Some(text)) => body.push_str(&format!("<pre>{}</pre>", escape(text))),
+        (None, None) => {}
+    }
+    if !attachments.is_empty() {
+        body.push_str("<h2>Attachments</h2><ul>");
+        for attachment in attachments {
+            body.push_str(&format!("<li>{} ({} bytes)</li>", escape(&attachment.filename), attachment.size));
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("</main>");
+    document(&email.subject, &body)
+}
+
+fn document(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
+         <meta name=\"robots\" content=\"noindex\"><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>",
+        escape(title)
+    )
+}
+
+const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f6f6;color:#222}\
+    main{max-width:760px;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:6px}\
+    h1{font-size:1.4rem;margin:0 0 1rem}dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:0 0 1rem}\
+    dt{font-weight:600}dd{margin:0;word-break:break-all}iframe{width:100%;min-height:60vh;border:1px solid #ddd}\
+    pre{white-space:pre-wrap}";
+
+/// Escapes text for HTML content and double-quoted attributes.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_and_quotes_are_escaped() {
+        assert_eq!(escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;");
+    }
+}
