@@ -50,6 +50,19 @@ pub enum TeamCommand {
         #[arg(long)]
         if_none: bool,
     },
+    /// Change a team's plan or its sending sandbox; prints { "team_id", "plan", "sandbox_regions" }.
+    Update {
+        /// The team's id.
+        #[arg(long)]
+        team: uuid::Uuid,
+        /// The plan's code (`free`, `pro`, `scale`): its quotas apply at once.
+        #[arg(long)]
+        plan: Option<String>,
+        /// The regions kept in the sending sandbox, comma-separated; `none` lets the team send
+        /// to anyone.
+        #[arg(long)]
+        sandbox: Option<String>,
+    },
 }
 
 /// Runs one command.
@@ -77,6 +90,22 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", json!({ "team_id": team_id, "api_key": token }));
             Ok(())
         }
+        Command::Team { command: TeamCommand::Update { team, plan, sandbox } } => {
+            let sandbox = sandbox.as_deref().map(sandbox_regions).transpose()?;
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut conn = pool.acquire().await?;
+            if let Some(plan) = &plan {
+                anyhow::ensure!(teams::plan_exists(&mut conn, plan).await?, "there is no plan {plan:?}");
+            }
+            anyhow::ensure!(
+                teams::set_plan_and_sandbox(&mut conn, team, plan.as_deref(), sandbox.as_deref()).await?,
+                "there is no team {team}"
+            );
+            let updated = teams::get(&mut conn, team).await?.ok_or_else(|| anyhow::anyhow!("there is no team {team}"))?;
+            println!("{}", json!({ "team_id": team, "plan": updated.plan_code, "sandbox_regions": updated.sandbox_regions }));
+            Ok(())
+        }
         Command::Jobs => {
             let config = Config::from_env()?;
             let pool = schema::connect(&config.database_url, 2).await?;
@@ -89,6 +118,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve { no_worker } => serve(!no_worker).await,
         Command::Worker => work().await,
     }
+}
+
+/// `none`, or comma-separated region names.
+fn sandbox_regions(raw: &str) -> anyhow::Result<Vec<String>> {
+    if raw.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut regions = Vec::new();
+    for name in raw.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let region: schema::domain::Region = serde_json::from_value(json!(name))
+            .map_err(|_| anyhow::anyhow!("{name:?} is not a region (us-east-1, eu-west-1, sa-east-1, ap-northeast-1)"))?;
+        if !regions.contains(&region.as_str().to_string()) {
+            regions.push(region.as_str().to_string());
+        }
+    }
+    anyhow::ensure!(!regions.is_empty(), "--sandbox takes `none` or region names");
+    Ok(regions)
 }
 
 /// Creates a team on the free plan with a full-access key named "Default".

@@ -87,16 +87,23 @@ pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, 
 pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let Some(email) = emails::by_id(&mut conn, email_id).await? else { return Ok(()) };
-    let domain_id = email.domain_id.ok_or_else(|| anyhow::anyhow!("the email's domain was deleted"))?;
-    let domain = domains::get(&mut conn, email.team_id, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain gone"))?;
-    let pem = domains::signing_key(&mut conn, domain_id).await?.ok_or_else(|| anyhow::anyhow!("domain has no key"))?;
+    let source = match email.domain_id {
+        Some(domain_id) => domains::get(&mut conn, email.team_id, domain_id).await?.zip(domains::signing_key(&mut conn, domain_id).await?),
+        None => None,
+    };
     let attachments = emails::attachment_contents(&mut conn, email.id).await?;
     let recipients = emails::recipients(&mut conn, &[email.id]).await?;
     drop(conn);
-    let signer = delivery.signer(domain_id, &domain.name, &pem)?;
-    let mut message = build_message(&email, &recipients, &attachments)?;
-    message.sign(&signer);
-    let bytes = message.formatted();
+    // A deleted domain's mail fails; otherwise the message is signed once for every recipient.
+    let signed = match source {
+        Some((domain, pem)) => {
+            let signer = delivery.signer(domain.id, &domain.name, &pem)?;
+            let mut message = build_message(&email, &recipients, &attachments)?;
+            message.sign(&signer);
+            Some((domain, message.formatted()))
+        }
+        None => None,
+    };
 
     let mut tx = pool.begin().await?;
     let Some(claimed) = emails::claim(&mut tx, email_id).await? else { return Ok(()) };
@@ -106,15 +113,20 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         .into_iter()
         .map(|r| (r, Ok(Outcome::Ambiguous { response: "the worker stopped while submitting".into() })))
         .collect();
-    let require_tls = domain.tls == schema::domain::Tls::Enforced;
     for recipient in claimed.to_send {
+        let Some((domain, bytes)) = &signed else {
+            let response = "the sending domain was deleted".to_string();
+            results.push((recipient, Ok(Outcome::Refused { reason: "domain_deleted", response })));
+            continue;
+        };
         let mailbox = Mailbox::parse(&recipient.address).map_err(anyhow::Error::msg)?;
         if let Some(outcome) = simulated(&mailbox) {
             results.push((recipient, Err(outcome)));
             continue;
         }
         let mail_from = format!("b-{}-{}@{}.{}", email.id.simple(), recipient.position, domain.custom_return_path, domain.name);
-        let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: &bytes, require_tls };
+        let require_tls = domain.tls == schema::domain::Tls::Enforced;
+        let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: bytes, require_tls };
         let outcome = delivery.mailer.send(&envelope).await;
         results.push((recipient, Ok(outcome)));
     }
@@ -264,10 +276,10 @@ fn decide(result: &Result<Outcome, Simulated>, attempts: i32, settings: &Deliver
                 ..base
             },
         },
-        Ok(Outcome::NoTls { response }) => Decision {
+        Ok(Outcome::Refused { reason, response }) => Decision {
             status: "failed",
-            events: vec![("email.failed", Some(("failed", json!({ "reason": "tls_required" }))))],
-            failed_reason: Some("tls_required"),
+            events: vec![("email.failed", Some(("failed", json!({ "reason": reason }))))],
+            failed_reason: Some(reason),
             response: Some(response.clone()),
             ..base
         },

@@ -93,8 +93,10 @@ pub enum Outcome {
     Deferred { response: String },
     /// A 5xx: the recipient will never take it.
     Rejected { response: String },
-    /// TLS is required and the server offers none: not sent.
-    NoTls { response: String },
+    /// Not sent and never will be; `reason` becomes the email's `failed_reason`
+    /// (`tls_required`: TLS is required and the server offers none; `domain_deleted`: the
+    /// sending domain was deleted before delivery).
+    Refused { reason: &'static str, response: String },
     /// The message was sent and the reply never came: it may have been delivered.
     Ambiguous { response: String },
 }
@@ -298,7 +300,8 @@ impl Mailer {
             }
         } else if require_tls && !connection.is_encrypted() {
             close(connection).await;
-            return Err(ended(Outcome::NoTls {
+            return Err(ended(Outcome::Refused {
+                reason: "tls_required",
                 response: format!("{}:{} does not offer STARTTLS and the domain requires TLS", destination.host, destination.port),
             }));
         }
@@ -343,7 +346,7 @@ impl Mailer {
         let timeout = self.settings.command_timeout;
         if envelope.require_tls && !connection.is_encrypted() {
             let response = format!("{}:{} does not offer STARTTLS and the domain requires TLS", destination.host, destination.port);
-            return (Outcome::NoTls { response }, Some(connection));
+            return (Outcome::Refused { reason: "tls_required", response }, Some(connection));
         }
         let (Ok(from), Ok(to)) = (Address::from_str(envelope.mail_from), Address::from_str(envelope.rcpt_to)) else {
             return (Outcome::Rejected { response: format!("`{}` cannot be used in an SMTP envelope", envelope.rcpt_to) }, Some(connection));

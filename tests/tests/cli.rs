@@ -103,3 +103,45 @@ async fn serve_answers_health_and_stops_gracefully_on_sigterm() {
     };
     assert!(status.success(), "exits cleanly: {status:?}");
 }
+
+#[tokio::test]
+async fn team_update_moves_a_team_out_of_the_sandbox_and_onto_a_plan() {
+    let url = tests::fresh_database().await;
+    let created: serde_json::Value = serde_json::from_slice(&herald(&url, &["team", "create", "--name", "Acme"]).stdout).unwrap();
+    let team = created["team_id"].as_str().unwrap();
+    let pool = schema::connect(&url, 2).await.unwrap();
+    let state = || async {
+        sqlx::query_as::<_, (String, Vec<String>)>("SELECT plan_code, sandbox_regions FROM teams WHERE id = $1::uuid")
+            .bind(team)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+    };
+    let before = state().await;
+    assert_eq!(before.1.len(), 4, "a new team starts in every region's sandbox");
+
+    for refused in [
+        vec!["--plan", "platinum"],
+        vec!["--sandbox", "mars-1"],
+        vec!["--sandbox", ""],
+    ] {
+        let mut args = vec!["team", "update", "--team", team];
+        args.extend(refused.iter().copied());
+        let output = herald(&url, &args);
+        assert!(!output.status.success(), "{refused:?} was accepted");
+        assert!(!output.stderr.is_empty());
+        assert_eq!(state().await, before, "{refused:?} changed the team");
+    }
+    let missing = herald(&url, &["team", "update", "--team", &uuid::Uuid::now_v7().to_string(), "--plan", "pro"]);
+    assert!(!missing.status.success());
+
+    let output = herald(&url, &["team", "update", "--team", team, "--sandbox", "eu-west-1"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(state().await, ("free".to_string(), vec!["eu-west-1".to_string()]));
+    let output = herald(&url, &["team", "update", "--team", team, "--sandbox", "none", "--plan", "pro"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(printed["plan"], "pro");
+    assert_eq!(printed["sandbox_regions"], serde_json::json!([]));
+    assert_eq!(state().await, ("pro".to_string(), vec![]));
+}

@@ -218,3 +218,17 @@ async fn a_scheduled_email_waits_then_goes_out_when_due() {
     sqlx::query("UPDATE apalis.jobs SET run_at = now() WHERE job_type = 'deliver'").execute(&mail.app.pool).await.unwrap();
     mail.wait_for_event(&id, "delivered").await;
 }
+
+#[tokio::test]
+async fn mail_whose_domain_was_deleted_before_delivery_fails_with_that_reason() {
+    let mut mail = mail::setup_without_workers(SmtpSink::start().await, |_| {}).await;
+    let id = mail.send(Mail::message("jo@inbox.test")).await;
+    let domain_id = mail.domain["id"].as_str().unwrap().to_string();
+    assert_eq!(mail.app.delete(&format!("/domains/{domain_id}")).await.status, 200);
+    mail.app.start_workers();
+    let email = mail.wait_for_event(&id, "failed").await;
+    assert_eq!(email["failed_reason"], "domain_deleted");
+    assert_eq!(email["recipients"][0]["status"], "failed");
+    assert_eq!(mail.event(&id, "email.failed").await["failed"]["reason"], "domain_deleted");
+    assert_eq!(mail.sink.data_attempts(), 0, "nothing was submitted");
+}

@@ -59,6 +59,30 @@ pub async fn get(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Option<
     .await
 }
 
+/// Whether a plan with this code exists.
+pub async fn plan_exists(conn: &mut PgConnection, code: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM plans WHERE code = $1)").bind(code).fetch_one(conn).await
+}
+
+/// Sets a team's plan and the regions it keeps in the sending sandbox (operators); `None`
+/// leaves a field alone. Answers whether the team exists.
+pub async fn set_plan_and_sandbox(
+    conn: &mut PgConnection,
+    team_id: Uuid,
+    plan_code: Option<&str>,
+    sandbox_regions: Option<&[String]>,
+) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE teams SET plan_code = COALESCE($2, plan_code), sandbox_regions = COALESCE($3, sandbox_regions) WHERE id = $1",
+    )
+    .bind(team_id)
+    .bind(plan_code)
+    .bind(sandbox_regions)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// Sets a team's risk state (operators; a suspended team's keys stop working at once).
 pub async fn set_risk_state(conn: &mut PgConnection, team_id: Uuid, state: RiskState) -> sqlx::Result<bool> {
     let done = sqlx::query("UPDATE teams SET risk_state = $2 WHERE id = $1")
