@@ -52,7 +52,8 @@ impl Application {
             .and_then(|addr| addr.as_socket_addr().map(|a| a.port()))
             .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
         let checker = config.domain_checker()?;
-        let state = AppState { pool, relaxed, config, logs, checker };
+        let fetcher = crate::send::Fetcher::from_config(&config)?;
+        let state = AppState { pool, relaxed, config, logs, checker, fetcher };
         Ok(Self { acceptor, port, state, log_task })
     }
 

@@ -55,6 +55,12 @@ pub struct Config {
     pub ambiguous_window_seconds: u64,
     /// `HERALD_DELIVER_CONCURRENCY`: deliveries one worker process runs at once.
     pub deliver_concurrency: usize,
+    /// `HERALD_ATTACHMENT_ALLOW_PRIVATE`: let attachment `path`s reach loopback, private and
+    /// link-local addresses (self-hosted file servers, tests). Off by default.
+    pub attachment_allow_private: bool,
+    /// `HERALD_ATTACHMENT_CA_FILE`: PEM certificates trusted for attachment fetches besides the
+    /// public roots (an internal CA).
+    pub attachment_ca_file: Option<String>,
 }
 
 /// The default database: the local server with trust auth.
@@ -111,6 +117,8 @@ impl Config {
             retry_schedule,
             ambiguous_window_seconds: number("HERALD_AMBIGUOUS_WINDOW_SECONDS", "7200")? as u64,
             deliver_concurrency: number("HERALD_DELIVER_CONCURRENCY", "32")?.max(1.0) as usize,
+            attachment_allow_private: flag("HERALD_ATTACHMENT_ALLOW_PRIVATE", &get)?,
+            attachment_ca_file: lookup("HERALD_ATTACHMENT_CA_FILE").filter(|v| !v.is_empty()),
             dns_servers,
             dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
             hosts,
@@ -153,6 +161,15 @@ impl Config {
     pub fn domain_checker(&self) -> anyhow::Result<jobs::domains::DomainChecker> {
         let dns = jobs::dns::Dns::new(&self.dns_servers, std::time::Duration::from_millis(self.dns_timeout_ms))?;
         Ok(jobs::domains::DomainChecker { dns, hosts: self.hosts.clone() })
+    }
+}
+
+/// `true` or `false` (also `1`/`0`, `yes`/`no`).
+fn flag(name: &str, get: &impl Fn(&str, &str) -> String) -> anyhow::Result<bool> {
+    match get(name, "false").to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        other => anyhow::bail!("{name} must be true or false, got {other:?}"),
     }
 }
 

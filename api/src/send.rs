@@ -369,38 +369,60 @@ pub fn is_internal(ip: std::net::IpAddr) -> bool {
     }
 }
 
-/// Fetches an attachment: the host's every address must be public, the connection is pinned
-/// to the checked address, no redirects, at most 40 MB within 10 seconds.
-async fn fetch(url: &str) -> Result<Vec<u8>, String> {
-    let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
-    let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
-    let port = parsed.port_or_known_default().unwrap_or(443);
-    let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-        .await
-        .map_err(|_| format!("`{host}` does not resolve"))?
-        .collect();
-    let Some(first) = addresses.first().copied() else { return Err(format!("`{host}` does not resolve")) };
-    if addresses.iter().any(|a| is_internal(a.ip())) {
-        return Err("fetching from loopback, private or link-local addresses is blocked".into());
+/// How attachment `path`s are fetched: by default only from public addresses, trusting the
+/// public roots; operators may allow private addresses and add their own CA.
+#[derive(Clone, Default)]
+pub struct Fetcher {
+    pub allow_private: bool,
+    pub extra_roots: Vec<reqwest::Certificate>,
+}
+
+impl Fetcher {
+    /// From `HERALD_ATTACHMENT_ALLOW_PRIVATE` and `HERALD_ATTACHMENT_CA_FILE`.
+    pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Self> {
+        let extra_roots = match &config.attachment_ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?;
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?
+            }
+            None => Vec::new(),
+        };
+        Ok(Self { allow_private: config.attachment_allow_private, extra_roots })
     }
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(10))
-        .resolve(&host, first)
-        .build()
-        .map_err(|e| e.to_string())?;
-    let mut response = client.get(parsed).send().await.map_err(|e| format!("could not be fetched: {e}"))?;
-    if !response.status().is_success() {
-        return Err(format!("could not be fetched: the server answered {}", response.status()));
-    }
-    let mut bytes = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| format!("could not be fetched: {e}"))? {
-        bytes.extend_from_slice(&chunk);
-        if bytes.len() > rules::MAX_ATTACHMENT_BYTES {
-            return Err("is larger than 40 MB".into());
+
+    /// Fetches an attachment: the host's every address must be public (unless allowed), the
+    /// connection is pinned to the checked address, no redirects, at most 40 MB within 10
+    /// seconds.
+    async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
+        let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
+            .await
+            .map_err(|_| format!("`{host}` does not resolve"))?
+            .collect();
+        let Some(first) = addresses.first().copied() else { return Err(format!("`{host}` does not resolve")) };
+        if !self.allow_private && addresses.iter().any(|a| is_internal(a.ip())) {
+            return Err("fetching from loopback, private or link-local addresses is blocked".into());
         }
+        let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).resolve(&host, first);
+        for root in &self.extra_roots {
+            client = client.add_root_certificate(root.clone());
+        }
+        let client = client.build().map_err(|e| e.to_string())?;
+        let mut response = client.get(parsed).send().await.map_err(|e| format!("could not be fetched: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("could not be fetched: the server answered {}", response.status()));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("could not be fetched: {e}"))? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > rules::MAX_ATTACHMENT_BYTES {
+                return Err("is larger than 40 MB".into());
+            }
+        }
+        Ok(bytes)
     }
-    Ok(bytes)
 }
 
 /// The sandbox regions and verified domains of a team, read once per request.
@@ -423,6 +445,7 @@ pub async fn authorize(
     caller: &Caller,
     facts: &TeamFacts,
     send: ParsedSend,
+    fetcher: &Fetcher,
     index: Option<usize>,
     domain_cache: &mut HashMap<String, Option<domains::Domain>>,
 ) -> ApiResult<NewEmail> {
@@ -465,7 +488,7 @@ pub async fn authorize(
     for (i, pending) in send.attachments.into_iter().enumerate() {
         let content = match pending.source {
             Source::Bytes(bytes) => bytes,
-            Source::Url(url) => fetch(&url).await.map_err(|message| {
+            Source::Url(url) => fetcher.fetch(&url).await.map_err(|message| {
                 let path = format!("{prefix}attachments[{i}].path");
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", format!("Invalid `{path}`: {message}"))
                     .with_error(path, message)

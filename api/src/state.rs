@@ -18,6 +18,8 @@ pub struct AppState {
     pub logs: LogWriter,
     /// Checks domains against DNS (the verify route runs the workers' check).
     pub checker: jobs::domains::DomainChecker,
+    /// Fetches attachment `path`s.
+    pub fetcher: crate::send::Fetcher,
 }
 
 /// The authenticated caller of a request, placed in the request by the gateway.

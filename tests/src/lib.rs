@@ -4,6 +4,7 @@
 pub mod cloudflare;
 pub mod dkim;
 pub mod dns;
+pub mod https;
 pub mod mail;
 pub mod smtp;
 

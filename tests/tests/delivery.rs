@@ -232,3 +232,41 @@ async fn mail_whose_domain_was_deleted_before_delivery_fails_with_that_reason() 
     assert_eq!(mail.event(&id, "email.failed").await["failed"]["reason"], "domain_deleted");
     assert_eq!(mail.sink.data_attempts(), 0, "nothing was submitted");
 }
+
+#[tokio::test]
+async fn an_attachment_path_is_fetched_over_verified_https_and_delivered_with_the_email() {
+    // Binary (so it travels base64) and short enough for one base64 line.
+    let pdf = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\ninvoice 42".to_vec();
+    let files = tests::https::HttpsFiles::start([("/invoice.pdf".to_string(), pdf.clone())].into()).await;
+    let ca_file = std::env::temp_dir().join(format!("herald-test-ca-{}.pem", uuid::Uuid::now_v7()));
+    std::fs::write(&ca_file, &files.ca_pem).unwrap();
+    let ca_path = ca_file.to_string_lossy().to_string();
+    let mail = mail::setup_with(SmtpSink::start().await, |config| {
+        config.attachment_allow_private = true;
+        config.attachment_ca_file = Some(ca_path);
+    })
+    .await;
+
+    let mut body = Mail::message("jo@inbox.test");
+    body["attachments"] = json!([{ "filename": "missing.pdf", "path": files.url("/missing.pdf") }]);
+    let refused = mail.app.post("/emails", body.clone()).await;
+    refused.assert_error(422, "invalid_attachment");
+    assert_eq!(refused.body["errors"][0]["path"], "attachments[0].path", "{}", refused.body);
+    assert_eq!(mail.app.count("emails").await, 0);
+
+    body["attachments"] = json!([{ "filename": "invoice.pdf", "path": files.url("/invoice.pdf") }]);
+    let id = mail.send(body).await;
+    assert_eq!(files.requests(), vec!["/missing.pdf", "/invoice.pdf"]);
+    let listed = mail.app.get(&format!("/emails/{id}/attachments")).await;
+    let attachment = &listed.body["data"][0];
+    assert_eq!((&attachment["filename"], &attachment["content_type"]), (&json!("invoice.pdf"), &json!("application/pdf")));
+    let one = mail.app.get(&format!("/emails/{id}/attachments/{}", attachment["id"].as_str().unwrap())).await;
+    assert_eq!(one.body["content"], base64::engine::general_purpose::STANDARD.encode(&pdf));
+
+    let received = mail.sink.wait_for(1, WAIT).await;
+    let text = received[0].text();
+    assert!(text.contains("filename=\"invoice.pdf\""), "{text}");
+    assert!(text.contains(&base64::engine::general_purpose::STANDARD.encode(&pdf)), "{text}");
+    mail.wait_for_event(&id, "delivered").await;
+    std::fs::remove_file(ca_file).unwrap();
+}

@@ -202,7 +202,7 @@ impl EmailsApi {
             let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
             let mut conn = state.pool.acquire().await?;
             let facts = send::team_facts(&mut conn, caller.team_id).await?;
-            let ready = send::authorize(&mut conn, &caller, &facts, parsed, None, &mut HashMap::new()).await?;
+            let ready = send::authorize(&mut conn, &caller, &facts, parsed, &state.fetcher, None, &mut HashMap::new()).await?;
             drop(conn);
             Ok(vec![ready])
         }, |ids| json!({ "id": ids[0] }))
@@ -243,7 +243,7 @@ impl EmailsApi {
             let mut cache = HashMap::new();
             let mut ready = Vec::with_capacity(parsed.len());
             for (index, one) in parsed.into_iter().enumerate() {
-                ready.push(send::authorize(&mut conn, &caller, &facts, one, Some(index), &mut cache).await?);
+                ready.push(send::authorize(&mut conn, &caller, &facts, one, &state.fetcher, Some(index), &mut cache).await?);
             }
             drop(conn);
             Ok(ready)
