@@ -14,7 +14,7 @@ use schema::email::{self as rules, Mailbox};
 use schema::jobs::Deliver;
 use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
 use schema::store::events::{self, NewEvent};
-use schema::store::{domains, emails, suppressions, usage};
+use schema::store::{domains, emails, sending, usage};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
@@ -425,40 +425,39 @@ impl Fetcher {
     }
 }
 
-/// The sandbox regions and verified domains of a team, read once per request.
+/// What authorizing a request's sends needs, read in one statement before its transaction:
+/// the team's sandbox regions and verified domains, the senders' domains, and which recipients
+/// are suppressed (with their origin).
 pub struct TeamFacts {
     pub sandbox_regions: Vec<String>,
     pub verified_domains: Vec<String>,
+    pub domains: HashMap<String, domains::Domain>,
+    pub suppressed: HashMap<String, String>,
 }
 
-/// Loads what authorization needs.
-pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid) -> ApiResult<TeamFacts> {
-    let team = schema::store::teams::get(conn, team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
-    let verified_domains = domains::verified_names(conn, team_id).await?;
-    Ok(TeamFacts { sandbox_regions: team.sandbox_regions, verified_domains })
+/// Loads the facts for these parsed sends.
+pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedSend]) -> ApiResult<TeamFacts> {
+    let mut from_domains: Vec<String> = sends.iter().map(|s| s.from.domain().to_string()).collect();
+    from_domains.sort();
+    from_domains.dedup();
+    let recipients: Vec<String> = sends.iter().flat_map(|s| s.recipients.iter().map(|(_, _, mailbox)| mailbox.key())).collect();
+    let context = sending::context(conn, team_id, &from_domains, &recipients).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+    Ok(TeamFacts {
+        sandbox_regions: context.sandbox_regions,
+        verified_domains: context.verified_domains,
+        domains: context.domains.into_iter().map(|d| (d.name.clone(), d)).collect(),
+        suppressed: context.suppressed.into_iter().collect(),
+    })
 }
 
 /// Authorizes a parsed send (from-domain verified on the team, the key's pin, the sandbox),
-/// fetches its URL attachments, and builds the row to insert.
-pub async fn authorize(
-    conn: &mut PgConnection,
-    caller: &Caller,
-    facts: &TeamFacts,
-    send: ParsedSend,
-    fetcher: &Fetcher,
-    index: Option<usize>,
-    domain_cache: &mut HashMap<String, Option<domains::Domain>>,
-) -> ApiResult<NewEmail> {
+/// marks its suppressed recipients, fetches its URL attachments, and builds the row to insert.
+pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fetcher: &Fetcher, index: Option<usize>) -> ApiResult<NewEmail> {
     let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
     let from_domain = send.from.domain().to_string();
-    if !domain_cache.contains_key(&from_domain) {
-        let found = domains::find_by_name(conn, caller.team_id, &from_domain).await?;
-        domain_cache.insert(from_domain.clone(), found);
-    }
-    let domain = domain_cache
+    let domain = facts
+        .domains
         .get(&from_domain)
-        .cloned()
-        .flatten()
         .filter(|d| d.status == DomainStatus::Verified && d.sending_enabled)
         .ok_or_else(|| {
             ApiError::not_allowed(format!(
@@ -526,15 +525,44 @@ pub async fn authorize(
         recipients: send
             .recipients
             .into_iter()
-            .map(|(kind, address, mailbox)| NewRecipient { kind, address, email: mailbox.key(), suppressed: false })
+            .map(|(kind, address, mailbox)| {
+                let email = mailbox.key();
+                let suppressed = facts.suppressed.get(&email).cloned();
+                NewRecipient { kind, address, email, suppressed }
+            })
             .collect(),
         attachments,
     })
 }
 
-/// Commits accepted sends: quota, suppressed recipients, rows, `email.scheduled` and
-/// `email.suppressed` events, and one delivery job per email with something to deliver.
-pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
+/// Commits accepted sends: rows, `email.scheduled` and `email.suppressed` events, one
+/// delivery job per email with something to deliver, and last the quota counter (so the
+/// team's counter row stays locked only for the end of the transaction).
+pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
+    emails::insert_many(conn, &emails).await?;
+    let mut new_events = Vec::new();
+    let mut jobs = Vec::new();
+    for email in &emails {
+        if let Some(at) = email.scheduled_at {
+            let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
+            new_events.push(event(email, "email.scheduled", email.event_data(&to, None)));
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
+        } else if !email.all_suppressed() {
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
+        }
+        for recipient in &email.recipients {
+            let Some(origin) = &recipient.suppressed else { continue };
+            let extra = json!({
+                "reason": "OnSuppressionList",
+                "type": origin,
+                "message": "The address is on the team's suppression list; the email was not sent to it.",
+                "diagnosticCode": [],
+            });
+            new_events.push(event(email, "email.suppressed", email.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
+        }
+    }
+    events::emit(conn, &new_events).await?;
+    schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
     let usage = usage::add(conn, team_id, emails.len() as i32, now).await?;
     if usage.over_daily() {
         return Err(ApiError::new(
@@ -550,35 +578,6 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, mut emails: Vec<NewE
             "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
         ));
     }
-    let addresses: Vec<String> = emails.iter().flat_map(|e| e.recipients.iter().map(|r| r.email.clone())).collect();
-    let suppressed: HashMap<String, String> = suppressions::suppressed_among(conn, team_id, &addresses).await?.into_iter().collect();
-    for recipient in emails.iter_mut().flat_map(|e| e.recipients.iter_mut()) {
-        recipient.suppressed = suppressed.contains_key(&recipient.email);
-    }
-    emails::insert_many(conn, &emails).await?;
-    let mut new_events = Vec::new();
-    let mut jobs = Vec::new();
-    for email in &emails {
-        if let Some(at) = email.scheduled_at {
-            let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
-            new_events.push(event(email, "email.scheduled", email.event_data(&to, None)));
-            jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
-        } else if !email.all_suppressed() {
-            jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
-        }
-        for recipient in email.recipients.iter().filter(|r| r.suppressed) {
-            let origin = suppressed.get(&recipient.email).cloned().unwrap_or_default();
-            let extra = json!({
-                "reason": "OnSuppressionList",
-                "type": origin,
-                "message": "The address is on the team's suppression list; the email was not sent to it.",
-                "diagnosticCode": [],
-            });
-            new_events.push(event(email, "email.suppressed", email.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
-        }
-    }
-    events::emit(conn, &new_events).await?;
-    schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
     Ok(emails.iter().map(|e| e.id).collect())
 }
 

@@ -200,11 +200,8 @@ impl EmailsApi {
         let now = Utc::now();
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails", &raw, || async {
             let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
-            let mut conn = state.pool.acquire().await?;
-            let facts = send::team_facts(&mut conn, caller.team_id).await?;
-            let ready = send::authorize(&mut conn, &caller, &facts, parsed, &state.fetcher, None, &mut HashMap::new()).await?;
-            drop(conn);
-            Ok(vec![ready])
+            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed)).await?;
+            Ok(vec![send::authorize(&caller, &facts, parsed, &state.fetcher, None).await?])
         }, |ids| json!({ "id": ids[0] }))
         .await
     }
@@ -238,14 +235,11 @@ impl EmailsApi {
             if !problems.is_empty() {
                 return Err(send::problems_error(problems));
             }
-            let mut conn = state.pool.acquire().await?;
-            let facts = send::team_facts(&mut conn, caller.team_id).await?;
-            let mut cache = HashMap::new();
+            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed).await?;
             let mut ready = Vec::with_capacity(parsed.len());
             for (index, one) in parsed.into_iter().enumerate() {
-                ready.push(send::authorize(&mut conn, &caller, &facts, one, &state.fetcher, Some(index), &mut cache).await?);
+                ready.push(send::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await?);
             }
-            drop(conn);
             Ok(ready)
         }, |ids| json!({ "data": ids.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>() }))
         .await

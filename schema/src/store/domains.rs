@@ -7,7 +7,7 @@ use sqlx::{PgConnection, QueryBuilder};
 use uuid::Uuid;
 
 /// A domain as stored (its DKIM private keys stay in [`SigningKey`]).
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Deserialize)]
 pub struct Domain {
     pub id: Uuid,
     pub team_id: Uuid,
@@ -81,7 +81,7 @@ pub struct NewDomain<'a> {
     pub dkim_public_key: &'a str,
 }
 
-const COLUMNS: &str = "id, team_id, name, zone, region, tls, custom_return_path, receiving_host, sending_enabled,
+pub(crate) const COLUMNS: &str = "id, team_id, name, zone, region, tls, custom_return_path, receiving_host, sending_enabled,
     receiving_enabled, open_tracking, click_tracking, status, mail_from_code, dkim_public_key, dkim_next_public_key,
     dkim_rotation_started_at, verified_at, first_verified_at, checked_at, last_sent_at, autoconfigure_provider,
     autoconfigure_credential IS NOT NULL AS has_credential, created_at";
@@ -349,11 +349,6 @@ pub async fn start_rotation(conn: &mut PgConnection, id: Uuid, private_pem: &str
     .execute(conn)
     .await?;
     Ok(())
-}
-
-/// The names of the team's verified domains (the sandbox lets mail reach them).
-pub async fn verified_names(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<String>> {
-    sqlx::query_scalar("SELECT name FROM domains WHERE team_id = $1 AND status = 'verified'").bind(team_id).fetch_all(conn).await
 }
 
 /// Records that the domain just sent (claim transfers wait 24 hours after it).

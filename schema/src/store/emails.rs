@@ -39,8 +39,9 @@ pub struct NewRecipient {
     pub address: String,
     /// Bare, lower-case.
     pub email: String,
-    /// Suppressed for the team: recorded, never delivered.
-    pub suppressed: bool,
+    /// The suppression's origin when the address is suppressed for the team: recorded, never
+    /// delivered.
+    pub suppressed: Option<String>,
 }
 
 /// One attachment of a new email, decoded.
@@ -56,7 +57,7 @@ pub struct NewAttachment {
 impl NewEmail {
     /// Whether every recipient is suppressed (nothing to deliver).
     pub fn all_suppressed(&self) -> bool {
-        self.recipients.iter().all(|r| r.suppressed)
+        self.recipients.iter().all(|r| r.suppressed.is_some())
     }
 
     /// The status an accepted email starts in.
@@ -111,7 +112,7 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::
             kinds.push(recipient.kind);
             addresses.push(recipient.address.as_str());
             keys.push(recipient.email.as_str());
-            statuses.push(if recipient.suppressed { "suppressed" } else { "queued" });
+            statuses.push(if recipient.suppressed.is_some() { "suppressed" } else { "queued" });
         }
     }
     sqlx::query(

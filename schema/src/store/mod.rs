@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod jobs;
 pub mod request_logs;
 pub mod schedule;
+pub mod sending;
 pub mod shares;
 pub mod suppressions;
 pub mod teams;

@@ -81,18 +81,6 @@ pub async fn add(conn: &mut PgConnection, new: &[NewSuppression]) -> sqlx::Resul
     Ok(rows.into_iter().map(|row| (row.suppression, row.added)).collect())
 }
 
-/// Which of `emails` (bare, lower-case) the team suppresses, with each one's origin.
-pub async fn suppressed_among(conn: &mut PgConnection, team_id: Uuid, emails: &[String]) -> sqlx::Result<Vec<(String, String)>> {
-    if emails.is_empty() {
-        return Ok(Vec::new());
-    }
-    sqlx::query_as("SELECT email, origin FROM suppressions WHERE team_id = $1 AND email = ANY($2)")
-        .bind(team_id)
-        .bind(emails)
-        .fetch_all(conn)
-        .await
-}
-
 /// Filters of `GET /suppressions`.
 #[derive(Debug, Default)]
 pub struct ListFilter {

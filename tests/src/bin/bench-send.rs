@@ -84,7 +84,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
             kind: "to",
             address: format!("user{n}@inbox.bench.test"),
             email: format!("user{n}@inbox.bench.test"),
-            suppressed: false,
+            suppressed: None,
         }],
         attachments: Vec::new(),
     }
