@@ -98,9 +98,15 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
     let signed = match source {
         Some((domain, pem)) => {
             let signer = delivery.signer(domain.id, &domain.name, &pem)?;
-            let mut message = build_message(&email, &recipients, &attachments)?;
-            message.sign(&signer);
-            Some((domain, message.formatted()))
+            // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
+            let (email, recipients) = (email.clone(), recipients.clone());
+            let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
+                let mut message = build_message(&email, &recipients, &attachments)?;
+                message.sign(&signer);
+                Ok(message.formatted())
+            })
+            .await??;
+            Some((domain, bytes))
         }
         None => None,
     };

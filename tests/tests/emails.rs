@@ -161,6 +161,27 @@ async fn past_the_monthly_limit_sends_are_429_monthly_quota_exceeded() {
 }
 
 #[tokio::test]
+async fn the_monthly_limit_counts_the_earlier_days_of_the_month_and_not_the_last_month() {
+    let mail = mail::setup().await;
+    sqlx::query("UPDATE plans SET monthly_limit = 3 WHERE code = 'pro'").execute(&mail.app.pool).await.unwrap();
+    // Two emails on the last day of the previous month (not counted), two on the first of this one.
+    use chrono::Datelike;
+    let first = chrono::Utc::now().date_naive().with_day(1).unwrap();
+    for day in [first - chrono::TimeDelta::days(1), first] {
+        sqlx::query("INSERT INTO send_usage (team_id, period_kind, period_start, emails) VALUES ($1, 'day', $2, 2)")
+            .bind(mail.app.team_id)
+            .bind(day)
+            .execute(&mail.app.pool)
+            .await
+            .unwrap();
+    }
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let over = mail.app.post("/emails", Mail::message("delivered@simulator.herald.test")).await;
+    over.assert_error(429, "monthly_quota_exceeded");
+    assert_eq!(mail.app.count("emails").await, 1);
+}
+
+#[tokio::test]
 async fn a_batch_with_one_bad_item_names_its_index_and_writes_nothing() {
     let mail = mail::setup().await;
     let bad = json!([Mail::message("a@inbox.test"), with("to", json!("nope")), Mail::message("c@inbox.test")]);
