@@ -86,41 +86,36 @@ pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, 
 /// built before the claim, so a failure there leaves no recipient `sending`.
 pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let Some(email) = emails::by_id(&mut conn, email_id).await? else { return Ok(()) };
-    let source = match email.domain_id {
-        Some(domain_id) => domains::get(&mut conn, email.team_id, domain_id).await?.zip(domains::signing_key(&mut conn, domain_id).await?),
-        None => None,
-    };
-    let attachments = emails::attachment_contents(&mut conn, email.id).await?;
-    let recipients = emails::recipients(&mut conn, &[email.id]).await?;
+    let Some(material) = emails::for_delivery(&mut conn, email_id).await? else { return Ok(()) };
+    let attachments =
+        if material.has_attachments { emails::attachment_contents(&mut conn, email_id).await? } else { Vec::new() };
     drop(conn);
+    let domain = material.domain;
     // A deleted domain's mail fails; otherwise the message is signed once for every recipient.
-    let signed = match source {
-        Some((domain, pem)) => {
-            let signer = delivery.signer(domain.id, &domain.name, &pem)?;
+    let signed = match &domain {
+        Some(domain) => {
+            let signer = delivery.signer(domain.domain_id, &domain.domain_name, &domain.dkim_private_key)?;
             // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
-            let (email, recipients) = (email.clone(), recipients.clone());
+            let (email, recipients) = (material.email.clone(), material.recipients);
             let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
                 let mut message = build_message(&email, &recipients, &attachments)?;
                 message.sign(&signer);
                 Ok(message.formatted())
             })
             .await??;
-            Some((domain, bytes))
+            Some(bytes)
         }
         None => None,
     };
 
-    let mut tx = pool.begin().await?;
-    let Some(claimed) = emails::claim(&mut tx, email_id).await? else { return Ok(()) };
-    tx.commit().await?;
+    let Some(claimed) = emails::claim(&mut *pool.acquire().await?, email_id).await? else { return Ok(()) };
     let mut results: Vec<(Recipient, Result<Outcome, Simulated>)> = claimed
         .interrupted
         .into_iter()
         .map(|r| (r, Ok(Outcome::Ambiguous { response: "the worker stopped while submitting".into() })))
         .collect();
     for recipient in claimed.to_send {
-        let Some((domain, bytes)) = &signed else {
+        let (Some(domain), Some(bytes)) = (&domain, &signed) else {
             let response = "the sending domain was deleted".to_string();
             results.push((recipient, Ok(Outcome::Refused { reason: "domain_deleted", response })));
             continue;
@@ -130,8 +125,8 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
             results.push((recipient, Err(outcome)));
             continue;
         }
-        let mail_from = format!("b-{}-{}@{}.{}", email.id.simple(), recipient.position, domain.custom_return_path, domain.name);
-        let require_tls = domain.tls == schema::domain::Tls::Enforced;
+        let mail_from = format!("b-{}-{}@{}.{}", email_id.simple(), recipient.position, domain.domain_return_path, domain.domain_name);
+        let require_tls = domain.domain_tls == schema::domain::Tls::Enforced;
         let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: bytes, require_tls };
         let outcome = delivery.mailer.send(&envelope).await;
         results.push((recipient, Ok(outcome)));
@@ -140,7 +135,8 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         return Ok(());
     }
     let mut tx = pool.begin().await?;
-    record(&mut tx, &delivery.settings, &claimed.email, results).await?;
+    let recently_sent = domain.and_then(|d| d.domain_last_sent_at).is_some_and(|at| Utc::now() - at < chrono::TimeDelta::minutes(1));
+    record(&mut tx, &delivery.settings, &claimed.email, results, recently_sent).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -296,12 +292,13 @@ fn decide(result: &Result<Outcome, Simulated>, attempts: i32, settings: &Deliver
 }
 
 /// Writes the results of one run: recipients, events, suppressions, the next retry, the
-/// ambiguity check and the domain's last send.
+/// ambiguity check and the domain's last send (unless one was recorded within the minute).
 async fn record(
     conn: &mut PgConnection,
     settings: &DeliverySettings,
     email: &Email,
     results: Vec<(Recipient, Result<Outcome, Simulated>)>,
+    domain_recently_sent: bool,
 ) -> anyhow::Result<()> {
     let mut outcomes = Vec::new();
     let mut new_events = Vec::new();
@@ -351,7 +348,7 @@ async fn record(
         schema::jobs::enqueue_at(conn, &ResolveAmbiguous { email_id: email.id }, SystemTime::now() + settings.ambiguous_window)
             .await?;
     }
-    if sent && let Some(domain_id) = email.domain_id {
+    if sent && !domain_recently_sent && let Some(domain_id) = email.domain_id {
         domains::mark_sent(conn, domain_id, Utc::now()).await?;
     }
     Ok(())

@@ -4,6 +4,7 @@
 use crate::page::{Page, PageRequest};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
+use sqlx::types::Json;
 use sqlx::{PgConnection, QueryBuilder};
 use uuid::Uuid;
 
@@ -178,8 +179,10 @@ pub struct Email {
 const EMAIL_COLUMNS: &str = "id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to,
     headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at";
 
+const RECIPIENT_COLUMNS: &str = "email_id, position, kind, address, email, status, attempts, last_response";
+
 /// One recipient as stored.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, sqlx::FromRow, serde::Deserialize)]
 pub struct Recipient {
     pub email_id: Uuid,
     pub position: i16,
@@ -472,6 +475,74 @@ pub async fn timeline(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<V
         .await
 }
 
+/// The sending side of an email's domain, as delivery needs it.
+#[derive(Debug, Clone)]
+pub struct SendingDomain {
+    pub domain_id: Uuid,
+    pub domain_name: String,
+    pub domain_tls: crate::domain::Tls,
+    pub domain_return_path: String,
+    pub domain_last_sent_at: Option<DateTime<Utc>>,
+    /// PKCS#1 PEM.
+    pub dkim_private_key: String,
+}
+
+/// What delivering an email needs, read in one statement.
+#[derive(Debug)]
+pub struct DeliveryMaterial {
+    pub email: Email,
+    pub recipients: Vec<Recipient>,
+    /// `None` once the domain is deleted.
+    pub domain: Option<SendingDomain>,
+    pub has_attachments: bool,
+}
+
+/// Reads an email, its recipients and its domain's sending settings and key.
+pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Option<DeliveryMaterial>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        email: Email,
+        recipients: Json<Vec<Recipient>>,
+        has_attachments: bool,
+        domain_id: Option<Uuid>,
+        domain_name: Option<String>,
+        domain_tls: Option<crate::domain::Tls>,
+        domain_return_path: Option<String>,
+        domain_last_sent_at: Option<DateTime<Utc>>,
+        dkim_private_key: Option<String>,
+    }
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT e.*,
+                COALESCE((SELECT json_agg(r ORDER BY r.position) FROM
+                    (SELECT {RECIPIENT_COLUMNS} FROM email_recipients WHERE email_id = e.id) r), '[]') AS recipients,
+                EXISTS (SELECT 1 FROM email_attachments WHERE email_id = e.id) AS has_attachments,
+                d.id AS domain_id, d.name AS domain_name, d.tls AS domain_tls, d.custom_return_path AS domain_return_path,
+                d.last_sent_at AS domain_last_sent_at, d.dkim_private_key
+         FROM (SELECT {EMAIL_COLUMNS} FROM emails WHERE id = $1) e
+         LEFT JOIN domains d ON d.id = e.domain_id AND d.team_id = e.team_id"
+    )))
+    .bind(email_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(|row| {
+        let domain = match (row.domain_id, row.domain_name, row.domain_tls, row.domain_return_path, row.dkim_private_key) {
+            (Some(domain_id), Some(domain_name), Some(domain_tls), Some(domain_return_path), Some(dkim_private_key)) => {
+                Some(SendingDomain {
+                    domain_id,
+                    domain_name,
+                    domain_tls,
+                    domain_return_path,
+                    domain_last_sent_at: row.domain_last_sent_at,
+                    dkim_private_key,
+                })
+            }
+            _ => None,
+        };
+        DeliveryMaterial { email: row.email, recipients: row.recipients.0, domain, has_attachments: row.has_attachments }
+    }))
+}
+
 /// What the worker found when it claimed an email.
 #[derive(Debug)]
 pub struct Claimed {
@@ -486,33 +557,37 @@ pub struct Claimed {
 /// Claims an email for delivery: marks it dispatched and its `queued` and `delayed` recipients
 /// `sending`, in one transaction. `None` when the email is gone, canceled or not due.
 pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Option<Claimed>> {
-    let email: Option<Email> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "UPDATE emails SET dispatched_at = coalesce(dispatched_at, now()), updated_at = now()
-         WHERE id = $1 AND last_event <> 'canceled' AND (scheduled_at IS NULL OR scheduled_at <= now() + interval '1 second')
-         RETURNING {EMAIL_COLUMNS}"
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        email: Email,
+        interrupted: Json<Vec<Recipient>>,
+        to_send: Json<Vec<Recipient>>,
+    }
+    // One statement, so no transaction is needed: its CTEs share one snapshot, so `interrupted`
+    // sees the recipients an earlier run left `sending`, and `claimed` the ones still to send.
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "WITH e AS (
+             UPDATE emails SET dispatched_at = coalesce(dispatched_at, now()), updated_at = now()
+             WHERE id = $1 AND last_event <> 'canceled' AND (scheduled_at IS NULL OR scheduled_at <= now() + interval '1 second')
+             RETURNING {EMAIL_COLUMNS}
+         ), interrupted AS (
+             SELECT {RECIPIENT_COLUMNS} FROM email_recipients
+             WHERE email_id = $1 AND status = 'sending' AND EXISTS (SELECT 1 FROM e)
+         ), claimed AS (
+             UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
+             WHERE email_id = $1 AND status IN ('queued', 'delayed') AND EXISTS (SELECT 1 FROM e)
+             RETURNING {RECIPIENT_COLUMNS}
+         )
+         SELECT e.*,
+                COALESCE((SELECT json_agg(i ORDER BY i.position) FROM interrupted i), '[]') AS interrupted,
+                COALESCE((SELECT json_agg(c ORDER BY c.position) FROM claimed c), '[]') AS to_send
+         FROM e"
     )))
     .bind(email_id)
-    .fetch_optional(&mut *conn)
+    .fetch_optional(conn)
     .await?;
-    let Some(email) = email else { return Ok(None) };
-    let interrupted: Vec<Recipient> = sqlx::query_as(
-        "SELECT email_id, position, kind, address, email, status, attempts, last_response
-         FROM email_recipients WHERE email_id = $1 AND status = 'sending' ORDER BY position",
-    )
-    .bind(email_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    let mut to_send: Vec<Recipient> = sqlx::query_as(
-        "UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
-         WHERE email_id = $1 AND status IN ('queued', 'delayed')
-         RETURNING email_id, position, kind, address, email, status, attempts, last_response",
-    )
-    .bind(email_id)
-    .fetch_all(&mut *conn)
-    .await?;
-    // UPDATE … RETURNING has no order.
-    to_send.sort_by_key(|r| r.position);
-    Ok(Some(Claimed { email, to_send, interrupted }))
+    Ok(row.map(|row| Claimed { email: row.email, to_send: row.to_send.0, interrupted: row.interrupted.0 }))
 }
 
 /// The outcome of one recipient's delivery attempt.
@@ -532,33 +607,26 @@ pub async fn record_outcomes(
     last_event: Option<&str>,
     failed_reason: Option<&str>,
 ) -> sqlx::Result<()> {
-    if !outcomes.is_empty() {
-        let positions: Vec<i16> = outcomes.iter().map(|o| o.position).collect();
-        let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
-        let responses: Vec<Option<String>> = outcomes.iter().map(|o| o.response.clone()).collect();
-        sqlx::query(
-            "UPDATE email_recipients r SET status = o.status, last_response = coalesce(o.response, r.last_response), updated_at = now()
+    let positions: Vec<i16> = outcomes.iter().map(|o| o.position).collect();
+    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
+    let responses: Vec<Option<String>> = outcomes.iter().map(|o| o.response.clone()).collect();
+    sqlx::query(
+        "WITH r AS (
+             UPDATE email_recipients r SET status = o.status, last_response = coalesce(o.response, r.last_response), updated_at = now()
              FROM unnest($2::int2[], $3::text[], $4::text[]) AS o(position, status, response)
-             WHERE r.email_id = $1 AND r.position = o.position",
-        )
-        .bind(email_id)
-        .bind(&positions)
-        .bind(&statuses)
-        .bind(&responses)
-        .execute(&mut *conn)
-        .await?;
-    }
-    if last_event.is_some() || failed_reason.is_some() {
-        sqlx::query(
-            "UPDATE emails SET last_event = coalesce($2, last_event), failed_reason = coalesce($3, failed_reason), updated_at = now()
-             WHERE id = $1",
-        )
-        .bind(email_id)
-        .bind(last_event)
-        .bind(failed_reason)
-        .execute(conn)
-        .await?;
-    }
+             WHERE r.email_id = $1 AND r.position = o.position
+         )
+         UPDATE emails SET last_event = coalesce($5, last_event), failed_reason = coalesce($6, failed_reason), updated_at = now()
+         WHERE id = $1 AND ($5::text IS NOT NULL OR $6::text IS NOT NULL)",
+    )
+    .bind(email_id)
+    .bind(&positions)
+    .bind(&statuses)
+    .bind(&responses)
+    .bind(last_event)
+    .bind(failed_reason)
+    .execute(conn)
+    .await?;
     Ok(())
 }
 
