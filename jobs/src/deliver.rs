@@ -9,7 +9,7 @@ use crate::smtp::{Envelope, Mailer, Outcome};
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::Utc;
-use lettre::message::dkim::{DkimCanonicalization, DkimCanonicalizationType, DkimConfig, DkimSigningAlgorithm, DkimSigningKey};
+use crate::dkim::DkimSigner;
 use lettre::message::header::{ContentType, HeaderName, HeaderValue};
 use lettre::message::{Attachment, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
 use schema::email::{Mailbox, Simulated, simulated};
@@ -45,30 +45,23 @@ pub struct Delivery {
     signers: Arc<Mutex<Signers>>,
 }
 
-/// Parsed DKIM configurations by domain, with the PEM they were parsed from.
-type Signers = HashMap<uuid::Uuid, (String, Arc<DkimConfig>)>;
+/// Parsed DKIM keys by domain, with the PEM they were parsed from.
+type Signers = HashMap<uuid::Uuid, (String, Arc<DkimSigner>)>;
 
 impl Delivery {
     pub fn new(mailer: Mailer, settings: DeliverySettings) -> Delivery {
         Delivery { mailer, settings: Arc::new(settings), signers: Arc::default() }
     }
 
-    /// The domain's DKIM configuration, parsed once per key.
-    fn signer(&self, domain_id: uuid::Uuid, domain: &str, pem: &str) -> anyhow::Result<Arc<DkimConfig>> {
+    /// The domain's DKIM signer, parsed once per key.
+    fn signer(&self, domain_id: uuid::Uuid, domain: &str, pem: &str) -> anyhow::Result<Arc<DkimSigner>> {
         let mut signers = self.signers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((cached_pem, config)) = signers.get(&domain_id)
+        if let Some((cached_pem, signer)) = signers.get(&domain_id)
             && cached_pem == pem
         {
-            return Ok(config.clone());
+            return Ok(signer.clone());
         }
-        let key = DkimSigningKey::new(pem, DkimSigningAlgorithm::Rsa).map_err(|e| anyhow::anyhow!("DKIM key: {e}"))?;
-        let headers = ["From", "To", "Cc", "Reply-To", "Subject", "Date", "Message-ID", "MIME-Version"]
-            .into_iter()
-            .map(HeaderName::new_from_ascii_str)
-            .collect();
-        let canonicalization =
-            DkimCanonicalization { header: DkimCanonicalizationType::Relaxed, body: DkimCanonicalizationType::Relaxed };
-        let config = Arc::new(DkimConfig::new(DKIM_SELECTOR.into(), domain.into(), key, headers, canonicalization));
+        let config = Arc::new(DkimSigner::from_pkcs1_pem(domain, DKIM_SELECTOR, pem)?);
         signers.insert(domain_id, (pem.to_string(), config.clone()));
         Ok(config)
     }
@@ -98,9 +91,8 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
             // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
             let (email, recipients) = (material.email.clone(), material.recipients);
             let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
-                let mut message = build_message(&email, &recipients, &attachments)?;
-                message.sign(&signer);
-                Ok(message.formatted())
+                let message = build_message(&email, &recipients, &attachments)?;
+                signer.sign(&message.formatted(), Utc::now().timestamp())
             })
             .await??;
             Some(bytes)

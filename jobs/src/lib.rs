@@ -3,6 +3,7 @@
 
 pub mod backoff;
 pub mod deliver;
+pub mod dkim;
 pub mod dns;
 pub mod dns_provider;
 pub mod domains;

@@ -576,4 +576,18 @@ mod tests {
             assert_eq!(verified.signed_headers, ["x-hop", "x-hop", "from", "x-hop"]);
         }
     }
+
+    #[test]
+    fn a_message_signed_by_heralds_own_signer_verifies_and_a_changed_body_does_not() {
+        let (pem, public) = key();
+        let signer = jobs::dkim::DkimSigner::from_pkcs1_pem("herald.example", "svc", pem).expect("the signer reads the key");
+        let signed = signer.sign(&message().formatted(), 1_790_000_000).expect("signs");
+        let verified = verify(&signed, public).expect("Herald's signature verifies");
+        assert_eq!((verified.domain.as_str(), verified.selector.as_str()), ("herald.example", "svc"));
+        assert!(verified.signed_headers.contains(&"to".to_string()) && verified.signed_headers.contains(&"subject".to_string()));
+        let text = String::from_utf8_lossy(&signed).to_string();
+        let tampered = text.replacen("Hallo Welt,", "Hallo Welt!", 1);
+        assert_ne!(tampered, text);
+        assert!(verify(tampered.as_bytes(), public).is_err(), "a changed body fails");
+    }
 }
