@@ -73,10 +73,27 @@ impl NewEmail {
     }
 }
 
-/// Inserts emails, their recipients and attachments: three statements whatever the count.
+/// Inserts emails, their recipients and attachments: one statement, two with attachments,
+/// whatever the count.
 pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::Result<()> {
+    let mut ids = Vec::new();
+    let mut positions = Vec::new();
+    let mut kinds = Vec::new();
+    let mut addresses = Vec::new();
+    let mut keys = Vec::new();
+    let mut statuses = Vec::new();
+    for email in emails {
+        for (position, recipient) in email.recipients.iter().enumerate() {
+            ids.push(email.id);
+            positions.push(position as i16);
+            kinds.push(recipient.kind);
+            addresses.push(recipient.address.as_str());
+            keys.push(recipient.email.as_str());
+            statuses.push(if recipient.suppressed.is_some() { "suppressed" } else { "queued" });
+        }
+    }
     let mut query = QueryBuilder::new(
-        "INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
+        "WITH e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
             reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at) ",
     );
     query.push_values(emails, |mut row, email| {
@@ -98,36 +115,19 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::
             .push_bind(email.size_bytes)
             .push_bind(email.created_at);
     });
+    // The recipients reference their email: the CTE's rows exist when the outer insert's
+    // foreign keys are checked (at the end of the statement).
+    query.push(
+        " RETURNING 1) INSERT INTO email_recipients (email_id, position, kind, address, email, status)
+         SELECT * FROM unnest(",
+    );
+    query.push_bind(&ids).push("::uuid[], ");
+    query.push_bind(&positions).push("::int2[], ");
+    query.push_bind(&kinds).push("::text[], ");
+    query.push_bind(&addresses).push("::text[], ");
+    query.push_bind(&keys).push("::text[], ");
+    query.push_bind(&statuses).push("::text[])");
     query.build().execute(&mut *conn).await?;
-
-    let mut ids = Vec::new();
-    let mut positions = Vec::new();
-    let mut kinds = Vec::new();
-    let mut addresses = Vec::new();
-    let mut keys = Vec::new();
-    let mut statuses = Vec::new();
-    for email in emails {
-        for (position, recipient) in email.recipients.iter().enumerate() {
-            ids.push(email.id);
-            positions.push(position as i16);
-            kinds.push(recipient.kind);
-            addresses.push(recipient.address.as_str());
-            keys.push(recipient.email.as_str());
-            statuses.push(if recipient.suppressed.is_some() { "suppressed" } else { "queued" });
-        }
-    }
-    sqlx::query(
-        "INSERT INTO email_recipients (email_id, position, kind, address, email, status)
-         SELECT * FROM unnest($1::uuid[], $2::int2[], $3::text[], $4::text[], $5::text[], $6::text[])",
-    )
-    .bind(&ids)
-    .bind(&positions)
-    .bind(&kinds)
-    .bind(&addresses)
-    .bind(&keys)
-    .bind(&statuses)
-    .execute(&mut *conn)
-    .await?;
 
     let attachments: Vec<(Uuid, usize, &NewAttachment)> = emails
         .iter()
