@@ -535,11 +535,12 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
     })
 }
 
-/// Commits accepted sends: rows, `email.scheduled` and `email.suppressed` events, one
-/// delivery job per email with something to deliver, and last the quota counter (so the
-/// team's counter row stays locked only for the end of the transaction).
+/// Commits accepted sends: rows and the quota counter (one statement), `email.scheduled` and
+/// `email.suppressed` events, and one delivery job per email with something to deliver. Over a
+/// quota, the transaction is dropped, so nothing is written.
 pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
-    emails::insert_many(conn, &emails).await?;
+    let count = usage::Count { team_id, emails: emails.len() as i32, now };
+    let usage = emails::insert_many(conn, &emails, Some(count)).await?.ok_or_else(|| ApiError::not_found("Team"))?;
     let mut new_events = Vec::new();
     let mut jobs = Vec::new();
     for email in &emails {
@@ -563,7 +564,6 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail
     }
     events::emit(conn, &new_events).await?;
     schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
-    let usage = usage::add(conn, team_id, emails.len() as i32, now).await?;
     if usage.over_daily() {
         return Err(ApiError::new(
             StatusCode::TOO_MANY_REQUESTS,

@@ -2,6 +2,7 @@
 //! delivery worker's claim and outcome writes.
 
 use crate::page::{Page, PageRequest};
+use crate::store::usage;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use sqlx::types::Json;
@@ -74,8 +75,9 @@ impl NewEmail {
 }
 
 /// Inserts emails, their recipients and attachments: one statement, two with attachments,
-/// whatever the count.
-pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::Result<()> {
+/// whatever the count. With a `count`, the same statement adds it to the team's sending
+/// counter and answers the usage after it.
+pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Option<usage::Count>) -> sqlx::Result<Option<usage::Usage>> {
     let mut ids = Vec::new();
     let mut positions = Vec::new();
     let mut kinds = Vec::new();
@@ -92,8 +94,13 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::
             statuses.push(if recipient.suppressed.is_some() { "suppressed" } else { "queued" });
         }
     }
-    let mut query = QueryBuilder::new(
-        "WITH e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
+    let mut query = QueryBuilder::new("WITH ");
+    if let Some(count) = count {
+        usage::push_count(&mut query, count);
+        query.push(", ");
+    }
+    query.push(
+        "e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
             reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at) ",
     );
     query.push_values(emails, |mut row, email| {
@@ -127,7 +134,17 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::
     query.push_bind(&addresses).push("::text[], ");
     query.push_bind(&keys).push("::text[], ");
     query.push_bind(&statuses).push("::text[])");
-    query.build().execute(&mut *conn).await?;
+    let usage = match count {
+        Some(_) => {
+            query.push(" RETURNING ").push(usage::USAGE_OUTPUT);
+            let rows: Vec<usage::UsageRow> = query.build_query_as().fetch_all(&mut *conn).await?;
+            rows.into_iter().next().map(usage::Usage::from)
+        }
+        None => {
+            query.build().execute(&mut *conn).await?;
+            None
+        }
+    };
 
     let attachments: Vec<(Uuid, usize, &NewAttachment)> = emails
         .iter()
@@ -149,7 +166,7 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail]) -> sqlx::
         });
         query.build().execute(&mut *conn).await?;
     }
-    Ok(())
+    Ok(usage)
 }
 
 /// A stored email.

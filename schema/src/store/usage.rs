@@ -2,7 +2,7 @@
 //! sum of its days.
 
 use chrono::{DateTime, Datelike, Utc};
-use sqlx::PgConnection;
+use sqlx::{Postgres, QueryBuilder};
 use uuid::Uuid;
 
 /// A team's counts after an acceptance, with its plan's caps.
@@ -25,31 +25,46 @@ impl Usage {
     }
 }
 
-/// Adds `emails` to the team's counter for the day (UTC) and returns the day's count and, when
-/// the plan has a monthly limit, the month's (today plus the month's earlier days). One row is
+/// A count to add to a team's counter for the day (UTC) of `now`.
+#[derive(Debug, Clone, Copy)]
+pub struct Count {
+    pub team_id: Uuid,
+    pub emails: i32,
+    pub now: DateTime<Utc>,
+}
+
+/// Pushes the CTEs that add `count` to the team's counter for the day and yield one row
+/// `usage(today, this_month, daily_cap, monthly_limit)`: the day's count and, when the plan has
+/// a monthly limit, the month's (today plus the month's earlier days; 0 otherwise). One row is
 /// written per acceptance; it stays locked until the transaction ends, so a team's concurrent
-/// sends queue here and both limits hold exactly.
-pub async fn add(conn: &mut PgConnection, team_id: Uuid, emails: i32, now: DateTime<Utc>) -> sqlx::Result<Usage> {
-    let day = now.date_naive();
+/// sends queue on it and both limits hold exactly. A statement that writes emails counts them
+/// in the same round trip.
+pub fn push_count(query: &mut QueryBuilder<Postgres>, count: Count) {
+    let day = count.now.date_naive();
     let month = day.with_day(1).unwrap_or(day);
-    let (today, this_month, daily_cap, monthly_limit): (i32, i64, Option<i32>, Option<i32>) = sqlx::query_as(
-        "WITH d AS (
-             INSERT INTO send_usage (team_id, period_kind, period_start, emails) VALUES ($1, 'day', $2, $4)
-             ON CONFLICT (team_id, period_kind, period_start) DO UPDATE SET emails = send_usage.emails + excluded.emails
-             RETURNING emails
-         )
-         SELECT d.emails,
-                CASE WHEN p.monthly_limit IS NULL THEN 0::int8 ELSE d.emails + COALESCE((
-                    SELECT sum(emails) FROM send_usage
-                    WHERE team_id = $1 AND period_kind = 'day' AND period_start >= $3 AND period_start < $2), 0)::int8 END,
-                p.daily_cap, p.monthly_limit
-         FROM d, teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1",
-    )
-    .bind(team_id)
-    .bind(day)
-    .bind(month)
-    .bind(emails)
-    .fetch_one(conn)
-    .await?;
-    Ok(Usage { today: today as i64, this_month, daily_cap, monthly_limit })
+    query.push("usage_day AS (INSERT INTO send_usage (team_id, period_kind, period_start, emails) VALUES (");
+    query.push_bind(count.team_id).push(", 'day', ").push_bind(day).push(", ").push_bind(count.emails);
+    query.push(
+        ") ON CONFLICT (team_id, period_kind, period_start) DO UPDATE SET emails = send_usage.emails + excluded.emails
+         RETURNING emails),
+         usage AS (SELECT d.emails AS today,
+             CASE WHEN p.monthly_limit IS NULL THEN 0::int8 ELSE d.emails + COALESCE((
+                 SELECT sum(emails) FROM send_usage WHERE team_id = ",
+    );
+    query.push_bind(count.team_id).push(" AND period_kind = 'day' AND period_start >= ").push_bind(month);
+    query.push(" AND period_start < ").push_bind(day);
+    query.push("), 0)::int8 END AS this_month, p.daily_cap, p.monthly_limit FROM usage_day d, teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = ");
+    query.push_bind(count.team_id).push(")");
+}
+
+/// The columns of `usage` as a statement's output (see [`push_count`]).
+pub const USAGE_OUTPUT: &str = "(SELECT today FROM usage), (SELECT this_month FROM usage), (SELECT daily_cap FROM usage), (SELECT monthly_limit FROM usage)";
+
+/// A row of [`USAGE_OUTPUT`].
+pub type UsageRow = (i32, i64, Option<i32>, Option<i32>);
+
+impl From<UsageRow> for Usage {
+    fn from((today, this_month, daily_cap, monthly_limit): UsageRow) -> Usage {
+        Usage { today: today as i64, this_month, daily_cap, monthly_limit }
+    }
 }

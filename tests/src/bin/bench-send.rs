@@ -95,7 +95,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
 async fn insert_straight(pool: &PgPool, email: NewEmail) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     let job = (schema::jobs::Deliver { email_id: email.id }, SystemTime::now());
-    emails::insert_many(&mut tx, &[email]).await?;
+    emails::insert_many(&mut tx, &[email], None).await?;
     schema::jobs::enqueue_many(&mut tx, &[job]).await?;
     tx.commit().await?;
     Ok(())
