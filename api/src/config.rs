@@ -61,6 +61,18 @@ pub struct Config {
     /// `HERALD_ATTACHMENT_CA_FILE`: PEM certificates trusted for attachment fetches besides the
     /// public roots (an internal CA).
     pub attachment_ca_file: Option<String>,
+    /// `HERALD_WEBHOOK_RETRY_SCHEDULE`: waits before each webhook retry; the delivery fails once
+    /// they are spent.
+    pub webhook_retry_schedule: Vec<std::time::Duration>,
+    /// `HERALD_WEBHOOK_TIMEOUT_SECONDS`: how long an endpoint has to answer.
+    pub webhook_timeout_seconds: u64,
+    /// `HERALD_WEBHOOK_ALLOW_PRIVATE`: allow endpoints on loopback, private and link-local
+    /// addresses (self-hosted receivers, tests).
+    pub webhook_allow_private: bool,
+    /// `HERALD_WEBHOOK_CONCURRENCY`: webhook deliveries in flight per worker process.
+    pub webhook_concurrency: usize,
+    /// `HERALD_WEBHOOK_DISABLE_AFTER`: an endpoint failing every delivery this long is disabled.
+    pub webhook_disable_after: std::time::Duration,
 }
 
 /// The default database: the local server with trust auth.
@@ -103,10 +115,7 @@ impl Config {
             tracking: get("HERALD_TRACKING_HOST", &defaults.tracking),
         };
         let smtp_relay = lookup("HERALD_SMTP_RELAY").filter(|v| !v.is_empty()).map(|url| jobs::smtp::Relay::parse(&url)).transpose()?;
-        let retry_schedule = get("HERALD_DELIVERY_RETRY_SCHEDULE", "1m,5m,15m,30m,1h,2h,4h,8h")
-            .split(',')
-            .map(|step| duration(step.trim()).ok_or_else(|| anyhow::anyhow!("HERALD_DELIVERY_RETRY_SCHEDULE has a bad step {step:?}")))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+        let retry_schedule = schedule("HERALD_DELIVERY_RETRY_SCHEDULE", &get("HERALD_DELIVERY_RETRY_SCHEDULE", "1m,5m,15m,30m,1h,2h,4h,8h"))?;
         let smtp_helo = get("HERALD_SMTP_HELO", &host_base(&public_url));
         Ok(Self {
             smtp_relay,
@@ -119,6 +128,12 @@ impl Config {
             deliver_concurrency: number("HERALD_DELIVER_CONCURRENCY", "32")?.max(1.0) as usize,
             attachment_allow_private: flag("HERALD_ATTACHMENT_ALLOW_PRIVATE", &get)?,
             attachment_ca_file: lookup("HERALD_ATTACHMENT_CA_FILE").filter(|v| !v.is_empty()),
+            webhook_retry_schedule: schedule("HERALD_WEBHOOK_RETRY_SCHEDULE", &get("HERALD_WEBHOOK_RETRY_SCHEDULE", "5s,5m,30m,2h,5h,10h,10h"))?,
+            webhook_timeout_seconds: number("HERALD_WEBHOOK_TIMEOUT_SECONDS", "15")?.max(1.0) as u64,
+            webhook_allow_private: flag("HERALD_WEBHOOK_ALLOW_PRIVATE", &get)?,
+            webhook_concurrency: number("HERALD_WEBHOOK_CONCURRENCY", "64")?.max(1.0) as usize,
+            webhook_disable_after: duration(&get("HERALD_WEBHOOK_DISABLE_AFTER", "5d"))
+                .ok_or_else(|| anyhow::anyhow!("HERALD_WEBHOOK_DISABLE_AFTER must be a duration such as 5d"))?,
             dns_servers,
             dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
             hosts,
@@ -171,6 +186,11 @@ fn flag(name: &str, get: &impl Fn(&str, &str) -> String) -> anyhow::Result<bool>
         "false" | "0" | "no" => Ok(false),
         other => anyhow::bail!("{name} must be true or false, got {other:?}"),
     }
+}
+
+/// Comma-separated waits.
+fn schedule(name: &str, raw: &str) -> anyhow::Result<Vec<std::time::Duration>> {
+    raw.split(',').map(|step| duration(step.trim()).ok_or_else(|| anyhow::anyhow!("{name} has a bad step {step:?}"))).collect()
 }
 
 /// A wait such as `30s`, `5m`, `2h` or `1d` (a bare number is seconds).

@@ -89,6 +89,11 @@ pub static OPERATIONS: &[Operation] = &[
     op("list-suppressions", Method::GET, "/suppressions", Access::FullAccess),
     op("get-suppression", Method::GET, "/suppressions/{suppression}", Access::FullAccess),
     op("delete-suppression", Method::DELETE, "/suppressions/{suppression}", Access::FullAccess),
+    op("create-webhook", Method::POST, "/webhooks", Access::FullAccess),
+    op("list-webhooks", Method::GET, "/webhooks", Access::FullAccess),
+    op("get-webhook", Method::GET, "/webhooks/{webhook_id}", Access::FullAccess),
+    op("update-webhook", Method::PATCH, "/webhooks/{webhook_id}", Access::FullAccess),
+    op("delete-webhook", Method::DELETE, "/webhooks/{webhook_id}", Access::FullAccess),
 ];
 
 /// A send: any key, scope `emails:send`, its content logged as size and digest.

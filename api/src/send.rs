@@ -342,32 +342,6 @@ fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Whether an address is one the service must never fetch from.
-pub fn is_internal(ip: std::net::IpAddr) -> bool {
-    use std::net::IpAddr;
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || v4.octets()[0] == 0
-                || (v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1]))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_internal(IpAddr::V4(v4));
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
-}
 
 /// How attachment `path`s are fetched: by default only from public addresses, trusting the
 /// public roots; operators may allow private addresses and add their own CA.
@@ -402,7 +376,7 @@ impl Fetcher {
             .map_err(|_| format!("`{host}` does not resolve"))?
             .collect();
         let Some(first) = addresses.first().copied() else { return Err(format!("`{host}` does not resolve")) };
-        if !self.allow_private && addresses.iter().any(|a| is_internal(a.ip())) {
+        if !self.allow_private && addresses.iter().any(|a| schema::net::is_internal(a.ip())) {
             return Err("fetching from loopback, private or link-local addresses is blocked".into());
         }
         let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).resolve(&host, first);

@@ -10,6 +10,7 @@ pub mod domains;
 pub mod housekeeping;
 pub mod runtime;
 pub mod schedule;
+pub mod webhooks;
 pub mod smtp;
 
 pub use runtime::{WorkerOptions, run};

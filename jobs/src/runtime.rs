@@ -26,6 +26,8 @@ pub struct WorkerOptions {
     pub checker: DomainChecker,
     /// Submits mail over SMTP.
     pub delivery: Delivery,
+    /// Delivers webhooks.
+    pub webhooks: crate::webhooks::WebhookSettings,
 }
 
 /// How often a worker polls for scheduled and retried jobs.
@@ -67,9 +69,18 @@ macro_rules! queue_worker {
     }};
 }
 
-/// Runs every queue until `shutdown` resolves, then drains.
+/// Runs every queue and the webhook dispatcher until `shutdown` resolves, then drains.
 pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
     let schedule = options.schedules.then(|| tokio::spawn(crate::schedule::run(pool.clone())));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+    };
+    let dispatcher = tokio::spawn(crate::webhooks::run(pool.clone(), options.webhooks.clone(), until_stopped(stopped.clone())));
     let WorkerOptions { concurrency, deliver_concurrency, checker, delivery, .. } = options;
     let monitor = Monitor::new();
     let monitor = queue_worker!(monitor, pool, Housekeeping, concurrency, crate::housekeeping::handle, []);
@@ -79,12 +90,13 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {
-            shutdown.await;
+            until_stopped(stopped).await;
             Ok(())
         })
         .await;
     if let Some(schedule) = schedule {
         schedule.abort();
     }
+    let _ = dispatcher.await;
     result.map_err(|e| anyhow::anyhow!("workers stopped with an error: {e}"))
 }

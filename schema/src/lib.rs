@@ -6,6 +6,7 @@ pub mod email;
 pub mod ids;
 pub mod jobs;
 pub mod model;
+pub mod net;
 pub mod page;
 pub mod secret;
 pub mod store;

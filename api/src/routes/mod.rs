@@ -8,6 +8,7 @@ pub mod health;
 pub mod logs;
 pub mod pages;
 pub mod suppressions;
+pub mod webhooks;
 
 use poem_openapi::Tags;
 
@@ -27,6 +28,8 @@ pub enum Tag {
     Emails,
     /// Addresses the team will not send to.
     Suppressions,
+    /// Endpoints that receive signed deliveries of the team's events.
+    Webhooks,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -41,6 +44,7 @@ pub type Apis = (
     emails::EmailsApi,
     email_shares::EmailSharesApi,
     suppressions::SuppressionsApi,
+    webhooks::WebhooksApi,
     pages::PagesApi,
 );
 
@@ -53,6 +57,7 @@ pub fn apis() -> Apis {
         emails::EmailsApi,
         email_shares::EmailSharesApi,
         suppressions::SuppressionsApi,
+        webhooks::WebhooksApi,
         pages::PagesApi,
     )
 }

@@ -16,6 +16,7 @@ pub mod shares;
 pub mod suppressions;
 pub mod teams;
 pub mod usage;
+pub mod webhooks;
 
 /// Escapes `%`, `_` and `\` so a client's search text matches literally inside `ILIKE '%…%'`.
 pub fn like_pattern(search: &str) -> String {

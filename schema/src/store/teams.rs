@@ -103,3 +103,14 @@ pub async fn lock_domain_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::
     .fetch_one(conn)
     .await
 }
+
+/// Locks the team row until the transaction ends (serialises endpoint creates) and returns its
+/// plan's webhook endpoint limit.
+pub async fn lock_webhook_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i32> {
+    sqlx::query_scalar(
+        "SELECT p.webhook_endpoint_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t",
+    )
+    .bind(team_id)
+    .fetch_one(conn)
+    .await
+}

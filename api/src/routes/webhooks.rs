@@ -1,0 +1,219 @@
+//! Webhook endpoints: create (the signing secret is shown once), list, read, update, delete.
+
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::paging::page_request;
+use crate::routes::{Deleted, Tag, Updated};
+use crate::state::{AppState, Caller};
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object};
+use rand::RngCore;
+use schema::store::webhooks::{self, Change, EVENT_TYPES, Endpoint};
+use serde::Deserialize;
+use uuid::Uuid;
+
+pub struct WebhooksApi;
+
+/// Body of `POST /webhooks`.
+#[derive(Object, Deserialize)]
+pub struct CreateWebhook {
+    /// The http(s) URL deliveries are POSTed to. It must resolve to public addresses unless
+    /// the operator allows private ones.
+    pub endpoint: String,
+    /// The event types to deliver (document C's list), at least one.
+    pub events: Vec<String>,
+}
+
+/// The new endpoint. The signing secret is never shown again.
+#[derive(Object)]
+pub struct CreatedWebhook {
+    /// Always `webhook`.
+    pub object: String,
+    pub id: String,
+    /// `whsec_` + base64 of the HMAC key.
+    pub signing_secret: String,
+}
+
+#[derive(ApiResponse)]
+pub enum CreateResponse {
+    /// The endpoint was created.
+    #[oai(status = 201)]
+    Created(Json<CreatedWebhook>),
+}
+
+/// A webhook endpoint.
+#[derive(Object)]
+pub struct WebhookView {
+    /// Always `webhook`.
+    pub object: String,
+    pub id: String,
+    pub endpoint: String,
+    pub events: Vec<String>,
+    /// `enabled` or `disabled`.
+    pub status: String,
+    /// `manual`, or `failing` when Herald disabled it after failing every delivery for too long.
+    pub disabled_reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A page of endpoints.
+#[derive(Object)]
+pub struct WebhookList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<WebhookView>,
+}
+
+/// Body of `PATCH /webhooks/{webhook_id}`.
+#[derive(Object, Deserialize)]
+pub struct UpdateWebhook {
+    pub endpoint: Option<String>,
+    pub events: Option<Vec<String>>,
+    /// `enabled` or `disabled`.
+    pub status: Option<String>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Webhooks")]
+impl WebhooksApi {
+    /// Create an endpoint subscribed to event types. Answers its signing secret, once.
+    #[oai(path = "/webhooks", method = "post", operation_id = "create-webhook")]
+    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateWebhook>) -> ApiResult<CreateResponse> {
+        let body = body.0;
+        let events = event_types(&body.events)?;
+        let url = routable(&state, &body.endpoint).await?;
+        let mut key = [0u8; 32];
+        rand::thread_rng().fill_bytes(&mut key);
+        let mut tx = state.pool.begin().await?;
+        let limit = schema::store::teams::lock_webhook_limit(&mut tx, caller.team_id).await?;
+        if webhooks::count(&mut tx, caller.team_id).await? >= limit as i64 {
+            return Err(ApiError::refused(format!("Webhook endpoint limit reached: the plan allows {limit}.")));
+        }
+        let endpoint = webhooks::insert(&mut tx, caller.team_id, &url, &events, &key).await?;
+        tx.commit().await?;
+        Ok(CreateResponse::Created(Json(CreatedWebhook {
+            object: "webhook".into(),
+            id: endpoint.id.to_string(),
+            signing_secret: format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)),
+        })))
+    }
+
+    /// List the team's endpoints, newest first.
+    #[oai(path = "/webhooks", method = "get", operation_id = "list-webhooks")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<String>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<String>>,
+    ) -> ApiResult<Json<WebhookList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let page = webhooks::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
+        Ok(Json(WebhookList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(view).collect() }))
+    }
+
+    /// Retrieve an endpoint (without its secret).
+    #[oai(path = "/webhooks/:webhook_id", method = "get", operation_id = "get-webhook")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<WebhookView>> {
+        let id = webhook_id_of(&webhook_id.0)?;
+        let found = webhooks::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
+        Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Webhook"))?)))
+    }
+
+    /// Change an endpoint's URL, event types or status (`enabled` clears a failure record).
+    #[oai(path = "/webhooks/:webhook_id", method = "patch", operation_id = "update-webhook")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        webhook_id: Path<String>,
+        body: Body<UpdateWebhook>,
+    ) -> ApiResult<Json<Updated>> {
+        let id = webhook_id_of(&webhook_id.0)?;
+        let body = body.0;
+        let events = body.events.as_deref().map(event_types).transpose()?;
+        if let Some(status) = &body.status
+            && !matches!(status.as_str(), "enabled" | "disabled")
+        {
+            return Err(ApiError::refused("`status` must be `enabled` or `disabled`.").with_error("status", "must be enabled or disabled"));
+        }
+        let url = match &body.endpoint {
+            Some(raw) => Some(routable(&state, raw).await?),
+            None => None,
+        };
+        let change = Change { url, events, status: body.status };
+        let updated = webhooks::update(&mut *state.pool.acquire().await?, caller.team_id, id, &change).await?;
+        let updated = updated.ok_or_else(|| ApiError::not_found("Webhook"))?;
+        Ok(Json(Updated { object: "webhook".into(), id: updated.id.to_string() }))
+    }
+
+    /// Delete an endpoint; its pending deliveries are dropped.
+    #[oai(path = "/webhooks/:webhook_id", method = "delete", operation_id = "delete-webhook")]
+    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<Deleted>> {
+        let id = webhook_id_of(&webhook_id.0)?;
+        if !webhooks::delete(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
+            return Err(ApiError::not_found("Webhook"));
+        }
+        Ok(Json(Deleted { object: "webhook".into(), id: id.to_string(), deleted: true }))
+    }
+}
+
+fn webhook_id_of(raw: &str) -> ApiResult<Uuid> {
+    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+/// At least one event type, each from document C's list; duplicates dropped.
+fn event_types(raw: &[String]) -> ApiResult<Vec<String>> {
+    if raw.is_empty() {
+        return Err(ApiError::refused("`events` must name at least one event type.").with_error("events", "must not be empty"));
+    }
+    let mut error: Option<ApiError> = None;
+    let mut events = Vec::new();
+    for (i, event) in raw.iter().enumerate() {
+        if !EVENT_TYPES.contains(&event.as_str()) {
+            let refused = error.take().unwrap_or_else(|| ApiError::refused(format!("`{event}` is not an event type Herald delivers.")));
+            error = Some(refused.with_error(format!("events[{i}]"), "is not a known event type"));
+        } else if !events.contains(event) {
+            events.push(event.clone());
+        }
+    }
+    match error {
+        Some(error) => Err(error),
+        None => Ok(events),
+    }
+}
+
+/// An http(s) URL with a host that resolves only to public addresses (unless allowed).
+async fn routable(state: &AppState, raw: &str) -> ApiResult<String> {
+    let unroutable = |why: String| ApiError::refused(format!("The endpoint URL is unroutable: {why}.")).with_error("endpoint", why);
+    let url = reqwest::Url::parse(raw.trim()).map_err(|_| unroutable("it is not a URL".into()))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(unroutable("it must be an http or https URL with a host".into()));
+    }
+    if !state.config.webhook_allow_private {
+        jobs::webhooks::check_public(&url).await.map_err(unroutable)?;
+    }
+    Ok(url.to_string())
+}
+
+fn view(endpoint: Endpoint) -> WebhookView {
+    WebhookView {
+        object: "webhook".into(),
+        id: endpoint.id.to_string(),
+        endpoint: endpoint.url,
+        events: endpoint.events,
+        status: endpoint.status,
+        disabled_reason: endpoint.disabled_reason,
+        created_at: endpoint.created_at,
+        updated_at: endpoint.updated_at,
+    }
+}
