@@ -6,6 +6,7 @@ pub mod dkim;
 pub mod dns;
 pub mod https;
 pub mod mail;
+pub mod receiver;
 pub mod smtp;
 
 use api::app::Application;

@@ -1,0 +1,200 @@
+//! Webhook endpoints and deliveries against a real HTTP receiver: signed envelopes verified
+//! from the raw bytes, retries on the schedule with every attempt recorded, one endpoint never
+//! holding up another, and every refusal writing nothing.
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use tests::mail::{self, Mail};
+use tests::receiver::{Answer, Receiver, verified_signatures};
+use tests::smtp::SmtpSink;
+
+const WAIT: Duration = Duration::from_secs(15);
+
+/// A sending team whose webhooks may reach the local receiver, retrying after 1 s twice.
+async fn setup() -> Mail {
+    mail::setup_with(SmtpSink::start().await, |config| {
+        config.webhook_allow_private = true;
+        config.webhook_retry_schedule = vec![Duration::from_secs(1), Duration::from_secs(1)];
+        config.webhook_timeout_seconds = 2;
+    })
+    .await
+}
+
+async fn create(mail: &Mail, endpoint: &str, events: &[&str]) -> Value {
+    let created = mail.app.post("/webhooks", json!({ "endpoint": endpoint, "events": events })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.body
+}
+
+#[tokio::test]
+async fn an_endpoint_receives_signed_envelopes_of_the_events_it_subscribed_to() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    let created = create(&mail, &receiver.url("/hook"), &["email.sent", "email.delivered"]).await;
+    assert_eq!(created["object"], "webhook");
+    let secret = created["signing_secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("whsec_"));
+
+    let id = mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let deliveries = receiver.wait_for("/hook", 2, WAIT).await;
+    let mut types: Vec<String> = deliveries.iter().map(|d| d.json()["type"].as_str().unwrap().to_string()).collect();
+    types.sort();
+    assert_eq!(types, ["email.delivered", "email.sent"], "only subscribed types arrive");
+    for delivery in &deliveries {
+        assert_eq!(verified_signatures(&secret, delivery), 1, "the signature verifies over the raw body");
+        assert_eq!(delivery.header("user-agent"), "Service-Webhooks/1.0");
+        assert_eq!(delivery.header("content-type"), "application/json");
+        let envelope = delivery.json();
+        assert_eq!(envelope["data"]["email_id"], id.as_str());
+        assert_eq!(envelope["data"]["to"], json!(["delivered@simulator.herald.test"]));
+        let event_id: uuid::Uuid = delivery.header("hook-id").parse().unwrap();
+        let (event_type, created_at): (String, chrono::DateTime<chrono::Utc>) =
+            sqlx::query_as("SELECT type, created_at FROM events WHERE id = $1").bind(event_id).fetch_one(&mail.app.pool).await.unwrap();
+        assert_eq!(envelope["type"], event_type.as_str(), "hook-id is the event's id");
+        let sent_at: chrono::DateTime<chrono::Utc> = envelope["created_at"].as_str().unwrap().parse().unwrap();
+        assert_eq!(sent_at, created_at, "created_at is the event's own time");
+    }
+    let mut tampered = deliveries[0].clone();
+    tampered.body.push(b' ');
+    assert_eq!(verified_signatures(&secret, &tampered), 0, "a changed body does not verify");
+}
+
+#[tokio::test]
+async fn a_failing_endpoint_is_retried_on_the_schedule_and_every_attempt_is_recorded() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    receiver.answer("/hook", Answer::Status(500));
+    create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+
+    let failed = receiver.wait_for("/hook", 2, WAIT).await;
+    assert!(failed[1].at - failed[0].at >= Duration::from_millis(900), "the retry waits for the schedule");
+    assert_eq!(failed[0].header("hook-id"), failed[1].header("hook-id"), "a retry keeps its hook-id");
+    receiver.answer("/hook", Answer::Status(204));
+    receiver.wait_for("/hook", 3, WAIT).await;
+
+    let delivery_id: uuid::Uuid = tests::eventually(|| async {
+        sqlx::query_scalar("SELECT id FROM webhook_deliveries WHERE status = 'succeeded'").fetch_optional(&mail.app.pool).await.unwrap()
+    })
+    .await;
+    let attempts: Vec<(Option<i32>, Option<String>)> =
+        sqlx::query_as("SELECT status_code, response_body FROM webhook_attempts WHERE delivery_id = $1 ORDER BY id")
+            .bind(delivery_id)
+            .fetch_all(&mail.app.pool)
+            .await
+            .unwrap();
+    let codes: Vec<Option<i32>> = attempts.iter().map(|(code, _)| *code).collect();
+    assert_eq!(codes, [Some(500), Some(500), Some(204)]);
+    assert_eq!(attempts[0].1.as_deref(), Some("answered 500"), "the response is kept");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.deliveries("/hook").len(), 3, "a succeeded delivery is not sent again");
+}
+
+#[tokio::test]
+async fn a_delivery_fails_once_the_schedule_is_spent_and_a_refused_connection_counts_as_an_attempt() {
+    let mail = setup().await;
+    // A port nothing listens on: the connection is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    create(&mail, &format!("http://{closed}/gone"), &["email.sent"]).await;
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let status: String = tests::eventually(|| async {
+        sqlx::query_scalar("SELECT status FROM webhook_deliveries WHERE status = 'failed'").fetch_optional(&mail.app.pool).await.unwrap()
+    })
+    .await;
+    assert_eq!(status, "failed");
+    let errors: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT error FROM webhook_attempts ORDER BY id").fetch_all(&mail.app.pool).await.unwrap();
+    assert_eq!(errors.len(), 3, "the first attempt and two retries");
+    assert!(errors.iter().all(|e| e.is_some()), "{errors:?}");
+}
+
+#[tokio::test]
+async fn a_hanging_endpoint_does_not_hold_up_another() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    receiver.answer("/slow", Answer::Hang);
+    create(&mail, &receiver.url("/slow"), &["email.sent"]).await;
+    create(&mail, &receiver.url("/fast"), &["email.sent"]).await;
+    for _ in 0..5 {
+        mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    }
+    let started = std::time::Instant::now();
+    receiver.wait_for("/fast", 5, WAIT).await;
+    assert!(started.elapsed() < Duration::from_secs(2), "the fast endpoint waited {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn endpoints_can_be_listed_read_updated_and_deleted() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    let created = create(&mail, &receiver.url("/a"), &["email.sent", "email.sent", "domain.updated"]).await;
+    let id = created["id"].as_str().unwrap();
+    let read = mail.app.get(&format!("/webhooks/{id}")).await;
+    assert_eq!(read.status, 200, "{}", read.body);
+    assert_eq!(read.body["events"], json!(["email.sent", "domain.updated"]), "duplicates are dropped");
+    assert_eq!(read.body["status"], "enabled");
+    assert!(read.body.get("signing_secret").is_none(), "the secret is shown only once");
+    let listed = mail.app.get("/webhooks").await;
+    assert_eq!(listed.body["data"].as_array().unwrap().len(), 1);
+
+    let updated = mail.app.patch(&format!("/webhooks/{id}"), json!({ "status": "disabled", "events": ["email.bounced"] })).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    let read = mail.app.get(&format!("/webhooks/{id}")).await.body;
+    assert_eq!((&read["status"], &read["disabled_reason"], &read["events"]), (&json!("disabled"), &json!("manual"), &json!(["email.bounced"])));
+    mail.send(Mail::message("bounced@simulator.herald.test")).await;
+    mail.app.wait_for_rows("events WHERE type = 'email.bounced'", 1).await;
+    assert_eq!(mail.app.count("webhook_deliveries").await, 0, "a disabled endpoint gets no deliveries");
+
+    let deleted = mail.app.delete(&format!("/webhooks/{id}")).await;
+    assert_eq!((deleted.status, &deleted.body["deleted"]), (200, &json!(true)));
+    mail.app.get(&format!("/webhooks/{id}")).await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn bad_endpoints_are_refused_and_write_nothing() {
+    // The default configuration: private targets are refused.
+    let app = tests::TestApp::spawn().await;
+    let receiver = Receiver::start().await;
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({ "endpoint": "https://hooks.example.com/x", "events": ["email.sent", "email.exploded"] }), "events[1]"),
+        (json!({ "endpoint": "https://hooks.example.com/x", "events": [] }), "events"),
+        (json!({ "endpoint": "ftp://hooks.example.com/x", "events": ["email.sent"] }), "endpoint"),
+        (json!({ "endpoint": "not a url", "events": ["email.sent"] }), "endpoint"),
+        (json!({ "endpoint": receiver.url("/hook"), "events": ["email.sent"] }), "endpoint"),
+        (json!({ "endpoint": "http://10.1.2.3/hook", "events": ["email.sent"] }), "endpoint"),
+        (json!({ "endpoint": "http://[::1]:8080/hook", "events": ["email.sent"] }), "endpoint"),
+    ];
+    for (body, path) in cases {
+        let answer = app.post("/webhooks", body.clone()).await;
+        answer.assert_error(422, "validation_error");
+        assert_eq!(answer.body["errors"][0]["path"], path, "{body}: {}", answer.body);
+    }
+    app.post("/webhooks", json!({ "endpoint": "https://hooks.example.com/x" })).await.assert_error(422, "missing_required_field");
+    assert_eq!(app.count("webhook_endpoints").await, 0);
+}
+
+#[tokio::test]
+async fn the_plan_limits_endpoints_and_another_teams_endpoint_is_not_found() {
+    let app = tests::TestApp::spawn_with(|config| config.webhook_allow_private = true).await;
+    let receiver = Receiver::start().await;
+    // The free plan allows one endpoint.
+    let first = app.post("/webhooks", json!({ "endpoint": receiver.url("/1"), "events": ["email.sent"] })).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let second = app.post("/webhooks", json!({ "endpoint": receiver.url("/2"), "events": ["email.sent"] })).await;
+    second.assert_error(422, "validation_error");
+    assert_eq!(app.count("webhook_endpoints").await, 1);
+
+    let id = first.body["id"].as_str().unwrap();
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    for (method, path) in [
+        (reqwest::Method::GET, format!("/webhooks/{id}")),
+        (reqwest::Method::PATCH, format!("/webhooks/{id}")),
+        (reqwest::Method::DELETE, format!("/webhooks/{id}")),
+        (reqwest::Method::GET, "/webhooks/not-an-id".to_string()),
+    ] {
+        let request = app.request_as(&other, method, &path).json(&json!({ "status": "disabled" }));
+        tests::Answer::from(request.send().await.unwrap()).await.assert_error(404, "not_found");
+    }
+    let status: String = sqlx::query_scalar("SELECT status FROM webhook_endpoints").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(status, "enabled", "another team's PATCH changed nothing");
+}
