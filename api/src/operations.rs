@@ -94,6 +94,11 @@ pub static OPERATIONS: &[Operation] = &[
     op("get-webhook", Method::GET, "/webhooks/{webhook_id}", Access::FullAccess),
     op("update-webhook", Method::PATCH, "/webhooks/{webhook_id}", Access::FullAccess),
     op("delete-webhook", Method::DELETE, "/webhooks/{webhook_id}", Access::FullAccess),
+    op("list-webhook-events", Method::GET, "/webhooks/{webhook_id}/events", Access::FullAccess),
+    op("get-webhook-event", Method::GET, "/webhooks/{webhook_id}/events/{event_id}", Access::FullAccess),
+    op("list-webhook-event-attempts", Method::GET, "/webhooks/{webhook_id}/events/{event_id}/attempts", Access::FullAccess),
+    op("replay-webhook-event", Method::POST, "/webhooks/{webhook_id}/events/{event_id}/replay", Access::FullAccess),
+    op("rotate-webhook-signing-secret", Method::POST, "/webhooks/{webhook_id}/signing-secret/rotate", Access::FullAccess),
 ];
 
 /// A send: any key, scope `emails:send`, its content logged as size and digest.

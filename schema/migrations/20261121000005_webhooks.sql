@@ -30,6 +30,8 @@ CREATE TABLE webhook_deliveries (
     -- dispatcher that dies lets its lease run out and another takes the delivery.
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
     locked_until    timestamptz,
+    -- A replay asked for one more attempt, without retries.
+    replaying       boolean NOT NULL DEFAULT false,
     last_attempt_at timestamptz,
     created_at      timestamptz NOT NULL DEFAULT now(),
     CONSTRAINT webhook_deliveries_endpoint_event_key UNIQUE (endpoint_id, event_id)

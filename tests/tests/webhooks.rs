@@ -198,3 +198,97 @@ async fn the_plan_limits_endpoints_and_another_teams_endpoint_is_not_found() {
     let status: String = sqlx::query_scalar("SELECT status FROM webhook_endpoints").fetch_one(&app.pool).await.unwrap();
     assert_eq!(status, "enabled", "another team's PATCH changed nothing");
 }
+
+#[tokio::test]
+async fn delivered_events_and_their_attempts_can_be_read_and_replayed_with_the_same_hook_id() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    let created = create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    let webhook = created["id"].as_str().unwrap().to_string();
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let first = receiver.wait_for("/hook", 1, WAIT).await.remove(0);
+    let event_id = first.header("hook-id").to_string();
+
+    let listed = tests::eventually(|| async {
+        let listed = mail.app.get(&format!("/webhooks/{webhook}/events")).await;
+        (listed.body["data"][0]["status"] == "succeeded").then_some(listed.body)
+    })
+    .await;
+    assert_eq!(listed["data"][0]["id"], event_id.as_str());
+    assert_eq!(listed["data"][0]["type"], "email.sent");
+    let one = mail.app.get(&format!("/webhooks/{webhook}/events/{event_id}")).await;
+    assert_eq!((one.status, &one.body["attempts"]), (200, &json!(1)));
+    let attempts = mail.app.get(&format!("/webhooks/{webhook}/events/{event_id}/attempts")).await;
+    assert_eq!(attempts.body["data"][0]["status_code"], 200);
+    assert_eq!(attempts.body["data"][0]["replay"], false);
+
+    let replayed = mail.app.post(&format!("/webhooks/{webhook}/events/{event_id}/replay"), json!({})).await;
+    assert_eq!(replayed.status, 200, "{}", replayed.body);
+    let again = receiver.wait_for("/hook", 2, WAIT).await;
+    assert_eq!(again[1].header("hook-id"), event_id, "a replay keeps the hook-id");
+    assert_eq!(again[1].body, first.body, "and the envelope");
+    let attempts = tests::eventually(|| async {
+        let attempts = mail.app.get(&format!("/webhooks/{webhook}/events/{event_id}/attempts")).await;
+        (attempts.body["data"].as_array().unwrap().len() == 2).then_some(attempts.body)
+    })
+    .await;
+    assert_eq!(attempts["data"][1]["replay"], true);
+
+    mail.app.patch(&format!("/webhooks/{webhook}"), json!({ "status": "disabled" })).await;
+    let refused = mail.app.post(&format!("/webhooks/{webhook}/events/{event_id}/replay"), json!({})).await;
+    refused.assert_error(422, "validation_error");
+    let unknown = uuid::Uuid::now_v7();
+    mail.app.post(&format!("/webhooks/{webhook}/events/{unknown}/replay"), json!({})).await.assert_error(404, "not_found");
+    let (_, other) = api::cli::create_team(&mail.app.pool, "Other").await.unwrap();
+    for path in [format!("/webhooks/{webhook}/events"), format!("/webhooks/{webhook}/events/{event_id}/attempts")] {
+        let answer = tests::Answer::from(mail.app.request_as(&other, reqwest::Method::GET, &path).send().await.unwrap()).await;
+        answer.assert_error(404, "not_found");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.deliveries("/hook").len(), 2, "the refused replay sent nothing");
+}
+
+#[tokio::test]
+async fn after_a_rotation_both_secrets_sign_every_delivery() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    let created = create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    let old_secret = created["signing_secret"].as_str().unwrap().to_string();
+    let webhook = created["id"].as_str().unwrap();
+    let rotated = mail.app.post(&format!("/webhooks/{webhook}/signing-secret/rotate"), json!({})).await;
+    assert_eq!(rotated.status, 200, "{}", rotated.body);
+    let new_secret = rotated.body["signing_secret"].as_str().unwrap().to_string();
+    assert_ne!(new_secret, old_secret);
+
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    let delivery = receiver.wait_for("/hook", 1, WAIT).await.remove(0);
+    assert_eq!(delivery.header("hook-signature").split(' ').count(), 2, "two v1 entries");
+    assert_eq!(verified_signatures(&new_secret, &delivery), 1);
+    assert_eq!(verified_signatures(&old_secret, &delivery), 1);
+
+    let other = uuid::Uuid::now_v7();
+    mail.app.post(&format!("/webhooks/{other}/signing-secret/rotate"), json!({})).await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn an_endpoint_failing_every_delivery_past_the_window_is_disabled() {
+    let mail = mail::setup_with(SmtpSink::start().await, |config| {
+        config.webhook_allow_private = true;
+        config.webhook_retry_schedule = vec![Duration::from_secs(1), Duration::from_secs(1)];
+        config.webhook_disable_after = Duration::from_millis(500);
+    })
+    .await;
+    let receiver = Receiver::start().await;
+    receiver.answer("/hook", Answer::Status(503));
+    let created = create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    receiver.wait_for("/hook", 2, WAIT).await;
+    let webhook = tests::eventually(|| async {
+        let webhook = mail.app.get(&format!("/webhooks/{}", created["id"].as_str().unwrap())).await;
+        (webhook.body["status"] == "disabled").then_some(webhook.body)
+    })
+    .await;
+    assert_eq!(webhook["disabled_reason"], "failing");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(receiver.deliveries("/hook").len(), 2, "a disabled endpoint gets no more attempts");
+}

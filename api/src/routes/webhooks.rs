@@ -12,7 +12,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
 use rand::RngCore;
-use schema::store::webhooks::{self, Change, EVENT_TYPES, Endpoint};
+use schema::store::webhooks::{self, Change, DeliveredEvent, EVENT_TYPES, Endpoint};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -79,6 +79,65 @@ pub struct UpdateWebhook {
     pub status: Option<String>,
 }
 
+/// An event as delivered to an endpoint.
+#[derive(Object)]
+pub struct WebhookEventView {
+    /// Always `webhook_event`.
+    pub object: String,
+    /// The event's id (the `hook-id` of every delivery of it).
+    pub id: String,
+    #[oai(rename = "type")]
+    pub event_type: String,
+    pub created_at: DateTime<Utc>,
+    /// `pending`, `succeeded` or `failed`.
+    pub status: String,
+    pub attempts: i32,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    /// When a pending delivery is tried next.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+    /// The envelope's `data`.
+    pub data: serde_json::Value,
+}
+
+/// A page of delivered events.
+#[derive(Object)]
+pub struct WebhookEventList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<WebhookEventView>,
+}
+
+/// One attempt to deliver an event.
+#[derive(Object)]
+pub struct AttemptView {
+    /// Always `webhook_attempt`.
+    pub object: String,
+    pub id: String,
+    /// The endpoint's HTTP status, when it answered.
+    pub status_code: Option<i32>,
+    /// Why there was no answer (`timed out`, `connection refused or unreachable`, ...).
+    pub error: Option<String>,
+    /// The first 2,048 bytes of the answer.
+    pub response_body: Option<String>,
+    pub latency_ms: i32,
+    /// Whether a replay asked for it.
+    pub replay: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// An event's attempts, oldest first.
+#[derive(Object)]
+pub struct AttemptList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<AttemptView>,
+}
+
+/// How long the previous signing secret keeps signing after a rotation.
+pub const ROTATION_OVERLAP_SECONDS: f64 = 24.0 * 3600.0;
+
 #[poem_openapi::OpenApi(tag = "Tag::Webhooks")]
 impl WebhooksApi {
     /// Create an endpoint subscribed to event types. Answers its signing secret, once.
@@ -87,8 +146,7 @@ impl WebhooksApi {
         let body = body.0;
         let events = event_types(&body.events)?;
         let url = routable(&state, &body.endpoint).await?;
-        let mut key = [0u8; 32];
-        rand::thread_rng().fill_bytes(&mut key);
+        let (key, signing_secret) = new_key();
         let mut tx = state.pool.begin().await?;
         let limit = schema::store::teams::lock_webhook_limit(&mut tx, caller.team_id).await?;
         if webhooks::count(&mut tx, caller.team_id).await? >= limit as i64 {
@@ -99,7 +157,7 @@ impl WebhooksApi {
         Ok(CreateResponse::Created(Json(CreatedWebhook {
             object: "webhook".into(),
             id: endpoint.id.to_string(),
-            signing_secret: format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)),
+            signing_secret,
         })))
     }
 
@@ -156,6 +214,97 @@ impl WebhooksApi {
         Ok(Json(Updated { object: "webhook".into(), id: updated.id.to_string() }))
     }
 
+    /// List the events delivered (or being delivered) to an endpoint, newest first.
+    #[oai(path = "/webhooks/:webhook_id/events", method = "get", operation_id = "list-webhook-events")]
+    async fn events(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        webhook_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this event id.
+        after: Query<Option<String>>,
+        /// Return items before (newer than) this event id.
+        before: Query<Option<String>>,
+    ) -> ApiResult<Json<WebhookEventList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let endpoint = endpoint_of(&state, &caller, &webhook_id.0).await?;
+        let page = webhooks::deliveries(&mut *state.pool.acquire().await?, endpoint.id, &page).await?;
+        Ok(Json(WebhookEventList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(event_view).collect() }))
+    }
+
+    /// Retrieve one event as delivered to an endpoint.
+    #[oai(path = "/webhooks/:webhook_id/events/:event_id", method = "get", operation_id = "get-webhook-event")]
+    async fn event(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        webhook_id: Path<String>,
+        event_id: Path<String>,
+    ) -> ApiResult<Json<WebhookEventView>> {
+        let (_, event) = delivered(&state, &caller, &webhook_id.0, &event_id.0).await?;
+        Ok(Json(event_view(event)))
+    }
+
+    /// List the attempts to deliver one event to an endpoint, oldest first.
+    #[oai(path = "/webhooks/:webhook_id/events/:event_id/attempts", method = "get", operation_id = "list-webhook-event-attempts")]
+    async fn attempts(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        webhook_id: Path<String>,
+        event_id: Path<String>,
+    ) -> ApiResult<Json<AttemptList>> {
+        let (_, event) = delivered(&state, &caller, &webhook_id.0, &event_id.0).await?;
+        let attempts = webhooks::attempts(&mut *state.pool.acquire().await?, event.delivery_id).await?;
+        let data = attempts
+            .into_iter()
+            .map(|a| AttemptView {
+                object: "webhook_attempt".into(),
+                id: a.id.to_string(),
+                status_code: a.status_code,
+                error: a.error,
+                response_body: a.response_body,
+                latency_ms: a.latency_ms,
+                replay: a.replay,
+                created_at: a.created_at,
+            })
+            .collect();
+        Ok(Json(AttemptList { object: "list".into(), has_more: false, data }))
+    }
+
+    /// Deliver an event to an endpoint once more, now, with the same `hook-id` (one attempt, no
+    /// retries). A disabled endpoint: `422 validation_error`.
+    #[oai(path = "/webhooks/:webhook_id/events/:event_id/replay", method = "post", operation_id = "replay-webhook-event")]
+    async fn replay(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        webhook_id: Path<String>,
+        event_id: Path<String>,
+    ) -> ApiResult<Json<Updated>> {
+        let (endpoint, event) = delivered(&state, &caller, &webhook_id.0, &event_id.0).await?;
+        if endpoint.status != "enabled" {
+            return Err(ApiError::refused("The endpoint is disabled; enable it before replaying events to it."));
+        }
+        webhooks::replay(&mut *state.pool.acquire().await?, event.delivery_id).await?;
+        Ok(Json(Updated { object: "webhook_event".into(), id: event.event_id.to_string() }))
+    }
+
+    /// Replace the endpoint's signing secret. For 24 hours deliveries carry two `v1,`
+    /// signatures, one per secret, so receivers can switch without losing any.
+    #[oai(path = "/webhooks/:webhook_id/signing-secret/rotate", method = "post", operation_id = "rotate-webhook-signing-secret")]
+    async fn rotate(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<CreatedWebhook>> {
+        let id = webhook_id_of(&webhook_id.0)?;
+        let (key, signing_secret) = new_key();
+        let rotated = webhooks::rotate_key(&mut *state.pool.acquire().await?, caller.team_id, id, &key, ROTATION_OVERLAP_SECONDS).await?;
+        if !rotated {
+            return Err(ApiError::not_found("Webhook"));
+        }
+        Ok(Json(CreatedWebhook { object: "webhook".into(), id: id.to_string(), signing_secret }))
+    }
+
     /// Delete an endpoint; its pending deliveries are dropped.
     #[oai(path = "/webhooks/:webhook_id", method = "delete", operation_id = "delete-webhook")]
     async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<Deleted>> {
@@ -165,6 +314,42 @@ impl WebhooksApi {
         }
         Ok(Json(Deleted { object: "webhook".into(), id: id.to_string(), deleted: true }))
     }
+}
+
+/// The team's endpoint, or 404.
+async fn endpoint_of(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<Endpoint> {
+    let id = webhook_id_of(raw)?;
+    let found = webhooks::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
+    found.ok_or_else(|| ApiError::not_found("Webhook"))
+}
+
+/// The endpoint's delivery of an event, or 404.
+async fn delivered(state: &AppState, caller: &Caller, webhook_id: &str, event_id: &str) -> ApiResult<(Endpoint, DeliveredEvent)> {
+    let endpoint = endpoint_of(state, caller, webhook_id).await?;
+    let event_id = schema::ids::parse_id(event_id).ok_or_else(|| ApiError::not_found("Event"))?;
+    let found = webhooks::delivery(&mut *state.pool.acquire().await?, endpoint.id, event_id).await?;
+    Ok((endpoint, found.ok_or_else(|| ApiError::not_found("Event"))?))
+}
+
+fn event_view(event: DeliveredEvent) -> WebhookEventView {
+    WebhookEventView {
+        object: "webhook_event".into(),
+        id: event.event_id.to_string(),
+        event_type: event.event_type,
+        created_at: event.event_created_at,
+        next_attempt_at: (event.status == "pending").then_some(event.next_attempt_at),
+        status: event.status,
+        attempts: event.attempts,
+        last_attempt_at: event.last_attempt_at,
+        data: event.data,
+    }
+}
+
+/// A new signing key and the secret that names it.
+fn new_key() -> ([u8; 32], String) {
+    let mut key = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut key);
+    (key, format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)))
 }
 
 fn webhook_id_of(raw: &str) -> ApiResult<Uuid> {

@@ -132,6 +132,8 @@ pub struct Due {
     pub delivery_id: Uuid,
     pub endpoint_id: Uuid,
     pub attempts: i32,
+    /// A replay: one attempt, no retries.
+    pub replaying: bool,
     pub url: String,
     pub signing_key: Vec<u8>,
     /// The key before a rotation, while it still signs.
@@ -160,9 +162,9 @@ pub async fn lease_due(conn: &mut PgConnection, limit: i64, per_endpoint: i64, l
              UPDATE webhook_deliveries d SET locked_until = now() + make_interval(secs => $3)
              FROM (SELECT id FROM webhook_deliveries WHERE id IN (SELECT id FROM candidates) FOR UPDATE SKIP LOCKED) l
              WHERE d.id = l.id
-             RETURNING d.id, d.endpoint_id, d.event_id, d.attempts
+             RETURNING d.id, d.endpoint_id, d.event_id, d.attempts, d.replaying
          )
-         SELECT leased.id AS delivery_id, leased.endpoint_id, leased.attempts, w.url, w.signing_key,
+         SELECT leased.id AS delivery_id, leased.endpoint_id, leased.attempts, leased.replaying, w.url, w.signing_key,
                 CASE WHEN w.previous_key_expires_at > now() THEN w.previous_signing_key END AS previous_signing_key,
                 e.id AS event_id, e.type AS event_type, e.data AS event_data, e.created_at AS event_created_at
          FROM leased JOIN webhook_endpoints w ON w.id = leased.endpoint_id JOIN events e ON e.id = leased.event_id",
@@ -178,6 +180,7 @@ pub async fn lease_due(conn: &mut PgConnection, limit: i64, per_endpoint: i64, l
 #[derive(Debug, Clone)]
 pub struct Attempt {
     pub delivery_id: Uuid,
+    pub replay: bool,
     pub endpoint_id: Uuid,
     pub status_code: Option<i32>,
     pub error: Option<String>,
@@ -204,17 +207,18 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
     let latencies: Vec<i32> = attempts.iter().map(|a| a.latency_ms).collect();
     let succeeded: Vec<bool> = attempts.iter().map(|a| a.succeeded).collect();
     let retry_at: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.retry_at).collect();
+    let replays: Vec<bool> = attempts.iter().map(|a| a.replay).collect();
     sqlx::query(
         "WITH a AS (
-             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::timestamptz[])
-                 AS a(id, delivery_id, endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_at)
+             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::timestamptz[], $11::bool[])
+                 AS a(id, delivery_id, endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_at, replay)
          ), attempts AS (
-             INSERT INTO webhook_attempts (id, delivery_id, status_code, error, response_body, latency_ms)
-             SELECT id, delivery_id, status_code, error, response_body, latency_ms FROM a
+             INSERT INTO webhook_attempts (id, delivery_id, status_code, error, response_body, latency_ms, replay)
+             SELECT id, delivery_id, status_code, error, response_body, latency_ms, replay FROM a
          ), deliveries AS (
              UPDATE webhook_deliveries d SET
                  status = CASE WHEN a.succeeded THEN 'succeeded' WHEN a.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
-                 attempts = d.attempts + 1, last_attempt_at = now(), locked_until = NULL,
+                 attempts = d.attempts + 1, last_attempt_at = now(), locked_until = NULL, replaying = false,
                  next_attempt_at = COALESCE(a.retry_at, d.next_attempt_at)
              FROM a WHERE d.id = a.delivery_id
          ), outcome AS (
@@ -237,7 +241,100 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
     .bind(&succeeded)
     .bind(&retry_at)
     .bind(disable_after_seconds)
+    .bind(&replays)
     .execute(conn)
     .await?;
     Ok(())
+}
+
+/// One event as delivered to an endpoint.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DeliveredEvent {
+    pub delivery_id: Uuid,
+    pub event_id: Uuid,
+    pub event_type: String,
+    pub data: Value,
+    pub event_created_at: DateTime<Utc>,
+    pub status: String,
+    pub attempts: i32,
+    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: DateTime<Utc>,
+}
+
+const DELIVERED_COLUMNS: &str = "d.id AS delivery_id, e.id AS event_id, e.type AS event_type, e.data,
+    e.created_at AS event_created_at, d.status, d.attempts, d.last_attempt_at, d.next_attempt_at";
+
+/// The events delivered (or being delivered) to an endpoint, newest first.
+pub async fn deliveries(conn: &mut PgConnection, endpoint_id: Uuid, page: &PageRequest) -> sqlx::Result<Page<DeliveredEvent>> {
+    let mut query = QueryBuilder::new(format!(
+        "SELECT {DELIVERED_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id WHERE d.endpoint_id = "
+    ));
+    query.push_bind(endpoint_id);
+    page.push_to(&mut query, "d.event_id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// One event as delivered to an endpoint.
+pub async fn delivery(conn: &mut PgConnection, endpoint_id: Uuid, event_id: Uuid) -> sqlx::Result<Option<DeliveredEvent>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {DELIVERED_COLUMNS} FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+         WHERE d.endpoint_id = $1 AND d.event_id = $2"
+    )))
+    .bind(endpoint_id)
+    .bind(event_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// An attempt as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StoredAttempt {
+    pub id: Uuid,
+    pub status_code: Option<i32>,
+    pub error: Option<String>,
+    pub response_body: Option<String>,
+    pub latency_ms: i32,
+    pub replay: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A delivery's attempts, oldest first.
+pub async fn attempts(conn: &mut PgConnection, delivery_id: Uuid) -> sqlx::Result<Vec<StoredAttempt>> {
+    sqlx::query_as(
+        "SELECT id, status_code, error, response_body, latency_ms, replay, created_at FROM webhook_attempts
+         WHERE delivery_id = $1 ORDER BY id",
+    )
+    .bind(delivery_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Queues one more attempt of a delivery, now, without retries; the `hook-id` stays the
+/// event's id.
+pub async fn replay(conn: &mut PgConnection, delivery_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query(
+        "UPDATE webhook_deliveries SET status = 'pending', replaying = true, next_attempt_at = now(), locked_until = NULL WHERE id = $1",
+    )
+    .bind(delivery_id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Replaces an endpoint's signing key; the old one keeps signing until `overlap_seconds` from
+/// now. `false` when the endpoint is not the team's.
+pub async fn rotate_key(conn: &mut PgConnection, team_id: Uuid, id: Uuid, key: &[u8], overlap_seconds: f64) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE webhook_endpoints SET previous_signing_key = signing_key, signing_key = $3,
+             previous_key_expires_at = now() + make_interval(secs => $4), updated_at = now()
+         WHERE team_id = $1 AND id = $2",
+    )
+    .bind(team_id)
+    .bind(id)
+    .bind(key)
+    .bind(overlap_seconds)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
