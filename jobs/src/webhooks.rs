@@ -95,6 +95,10 @@ pub async fn run(pool: PgPool, settings: WebhookSettings, shutdown: impl Future<
     tokio::pin!(shutdown);
     let lease_seconds = settings.timeout.as_secs_f64() + 30.0;
     loop {
+        // Lease in batches: while most slots are busy, let a few more finish first.
+        if slots.available_permits() < settings.concurrency / 4 {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         let free = slots.available_permits();
         let due = if free == 0 {
             Vec::new()
@@ -117,7 +121,7 @@ pub async fn run(pool: PgPool, settings: WebhookSettings, shutdown: impl Future<
                 drop(permit);
             });
         }
-        let wait = if idle { Duration::from_millis(100) } else { Duration::ZERO };
+        let wait = if idle { Duration::from_millis(50) } else { Duration::ZERO };
         tokio::select! {
             _ = &mut shutdown => break,
             _ = tokio::time::sleep(wait) => {}

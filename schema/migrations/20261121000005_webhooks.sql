@@ -38,6 +38,7 @@ CREATE TABLE webhook_deliveries (
 );
 CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, event_id DESC);
 CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX webhook_deliveries_leased_idx ON webhook_deliveries (endpoint_id) WHERE status = 'pending' AND locked_until IS NOT NULL;
 
 CREATE TABLE webhook_attempts (
     id              uuid PRIMARY KEY,

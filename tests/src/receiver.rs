@@ -20,6 +20,8 @@ pub struct Delivery {
     pub headers: HashMap<String, String>,
     pub body: Vec<u8>,
     pub at: Instant,
+    /// Wall-clock arrival (delay measurements against database times).
+    pub received_at: chrono::DateTime<chrono::Utc>,
 }
 
 impl Delivery {
@@ -66,7 +68,7 @@ impl Receiver {
                         let Some((path, headers, body)) = read_request(&mut stream).await else { return };
                         let answer = {
                             let mut state = state.lock().unwrap();
-                            state.received.push(Delivery { path: path.clone(), headers, body, at: Instant::now() });
+                            state.received.push(Delivery { path: path.clone(), headers, body, at: Instant::now(), received_at: chrono::Utc::now() });
                             state.answers.get(&path).copied().unwrap_or(Answer::Status(200))
                         };
                         match answer {
@@ -97,6 +99,11 @@ impl Receiver {
     /// Answers requests to `path` this way from now on.
     pub fn answer(&self, path: &str, answer: Answer) {
         self.state.lock().unwrap().answers.insert(path.to_string(), answer);
+    }
+
+    /// How many requests arrived in all.
+    pub fn count(&self) -> usize {
+        self.state.lock().unwrap().received.len()
     }
 
     /// Every request to `path` so far.

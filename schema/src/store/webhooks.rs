@@ -150,13 +150,17 @@ pub async fn lease_due(conn: &mut PgConnection, limit: i64, per_endpoint: i64, l
     sqlx::query_as(
         "WITH busy AS (
              SELECT endpoint_id FROM webhook_deliveries
-             WHERE status = 'pending' AND locked_until > now() GROUP BY endpoint_id HAVING count(*) >= $2
+             WHERE status = 'pending' AND locked_until IS NOT NULL AND locked_until > now()
+             GROUP BY endpoint_id HAVING count(*) >= $2
          ), candidates AS (
              SELECT id FROM (
                  SELECT d.id, row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at) AS n
-                 FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
-                 WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND (d.locked_until IS NULL OR d.locked_until <= now())
-                   AND d.endpoint_id NOT IN (SELECT endpoint_id FROM busy)
+                 FROM (
+                     SELECT id, endpoint_id, next_attempt_at FROM webhook_deliveries
+                     WHERE status = 'pending' AND next_attempt_at <= now() AND (locked_until IS NULL OR locked_until <= now())
+                       AND endpoint_id NOT IN (SELECT endpoint_id FROM busy)
+                     ORDER BY next_attempt_at LIMIT $1 * 8
+                 ) d JOIN webhook_endpoints w ON w.id = d.endpoint_id AND w.status = 'enabled'
              ) c WHERE n <= $2 LIMIT $1
          ), leased AS (
              UPDATE webhook_deliveries d SET locked_until = now() + make_interval(secs => $3)
