@@ -9,6 +9,7 @@ pub mod error;
 pub mod gateway;
 pub mod idempotency;
 pub mod openapi_doc;
+pub mod openapi_webhooks;
 pub mod operations;
 pub mod paging;
 pub mod request_log;

@@ -39,7 +39,11 @@ pub fn document() -> Value {
     });
     if let Some(schemas) = doc.pointer_mut("/components/schemas") {
         upgrade_nullable(schemas);
+        if let (Some(schemas), Value::Object(extra)) = (schemas.as_object_mut(), crate::openapi_webhooks::schemas()) {
+            schemas.extend(extra);
+        }
     }
+    doc["webhooks"] = crate::openapi_webhooks::webhooks();
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
             let Some(item) = item.as_object_mut() else { continue };

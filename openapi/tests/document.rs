@@ -79,3 +79,17 @@ fn the_document_is_valid_openapi_3_1() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+#[test]
+fn every_subscribable_event_type_has_a_webhooks_entry_with_its_envelope() {
+    let doc = committed();
+    let webhooks = doc["webhooks"].as_object().expect("a webhooks section");
+    for event_type in schema::store::webhooks::EVENT_TYPES {
+        let body = &webhooks[*event_type]["post"]["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body["properties"]["type"]["const"], *event_type);
+        assert!(body["required"].as_array().unwrap().len() == 3, "{event_type}");
+    }
+    assert_eq!(webhooks.len(), schema::store::webhooks::EVENT_TYPES.len());
+    let bounced = &webhooks["email.bounced"]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"]["data"];
+    assert_eq!(bounced["allOf"][1]["required"], serde_json::json!(["bounce"]));
+}

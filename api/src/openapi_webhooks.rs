@@ -1,0 +1,112 @@
+//! The document's `webhooks` section: one entry per event type an endpoint can subscribe to,
+//! with the signed envelope Herald POSTs and each family's `data`.
+
+use schema::store::webhooks::EVENT_TYPES;
+use serde_json::{Map, Value, json};
+
+/// The extra key each `email.*` type adds to `data`, with its fields (document C).
+const EMAIL_EXTRAS: &[(&str, &str, &[&str])] = &[
+    ("email.bounced", "bounce", &["type", "subType", "message", "diagnosticCode"]),
+    ("email.opened", "open", &["ipAddress", "timestamp", "userAgent"]),
+    ("email.clicked", "click", &["ipAddress", "link", "timestamp", "userAgent"]),
+    ("email.failed", "failed", &["reason"]),
+    ("email.suppressed", "suppressed", &["reason", "type", "message", "diagnosticCode"]),
+    ("email.delivery_delayed", "delay", &["type", "expirationTime", "delayedRecipients"]),
+];
+
+/// Schemas the entries refer to, for `components.schemas`.
+pub fn schemas() -> Value {
+    json!({
+        "WebhookEmailEventData": {
+            "type": "object",
+            "description": "`data` of every `email.*` event. For per-recipient events `to` lists only the recipients the event concerns; `tags` and `headers` appear when the email had them.",
+            "required": ["email_id", "from", "to", "subject", "message_id", "created_at"],
+            "properties": {
+                "email_id": { "type": "string" },
+                "from": { "type": "string" },
+                "to": { "type": "array", "items": { "type": "string" } },
+                "subject": { "type": "string" },
+                "message_id": { "type": "string" },
+                "created_at": { "type": "string", "format": "date-time", "description": "The email's own time." },
+                "tags": { "type": "object", "additionalProperties": { "type": "string" } },
+                "headers": { "type": "object", "additionalProperties": { "type": "string" } }
+            }
+        },
+        "WebhookDomainEventData": {
+            "type": "object",
+            "description": "`data` of `domain.*` events (on delete, the domain as it was).",
+            "required": ["id", "name", "status", "region", "created_at", "records"],
+            "properties": {
+                "id": { "type": "string" },
+                "name": { "type": "string" },
+                "status": { "type": "string" },
+                "region": { "type": "string" },
+                "created_at": { "type": "string", "format": "date-time" },
+                "records": { "type": "array", "items": { "type": "object", "properties": {
+                    "record": { "type": "string" }, "type": { "type": "string" }, "status": { "type": "string" }
+                } } }
+            }
+        },
+        "WebhookSuppressionEventData": {
+            "type": "object",
+            "description": "`data` of `suppression.added` and `suppression.removed`.",
+            "required": ["id", "email", "origin", "created_at"],
+            "properties": {
+                "id": { "type": "string" },
+                "email": { "type": "string" },
+                "origin": { "type": "string", "enum": ["bounce", "complaint", "manual", "unsubscribe"] },
+                "source_id": { "type": ["string", "null"] },
+                "created_at": { "type": "string", "format": "date-time" }
+            }
+        }
+    })
+}
+
+/// The `webhooks` section.
+pub fn webhooks() -> Value {
+    let mut entries = Map::new();
+    for event_type in EVENT_TYPES {
+        let data = data_schema(event_type);
+        let operation = json!({
+            "operationId": format!("webhook-{}", event_type.replace('.', "-")),
+            "summary": format!("`{event_type}`"),
+            "description": "POSTed to every enabled endpoint subscribed to this type. Verify `hook-signature` over the raw body: base64 HMAC-SHA256 of `<hook-id>.<hook-timestamp>.<body>` under the base64-decoded secret without `whsec_`; any `v1,` entry may match. Reject timestamps more than 300 s away; dedupe on `hook-id`.",
+            "parameters": [
+                { "name": "hook-id", "in": "header", "required": true, "schema": { "type": "string" }, "description": "The event's id; the same on every retry and replay." },
+                { "name": "hook-timestamp", "in": "header", "required": true, "schema": { "type": "string" }, "description": "Unix seconds." },
+                { "name": "hook-signature", "in": "header", "required": true, "schema": { "type": "string" }, "description": "`v1,<base64>` entries separated by spaces (two during a secret rotation)." },
+                { "name": "user-agent", "in": "header", "required": true, "schema": { "type": "string", "const": "Service-Webhooks/1.0" } }
+            ],
+            "requestBody": { "required": true, "content": { "application/json": { "schema": {
+                "type": "object",
+                "required": ["type", "created_at", "data"],
+                "properties": {
+                    "type": { "type": "string", "const": event_type },
+                    "created_at": { "type": "string", "format": "date-time", "description": "The event's own time." },
+                    "data": data
+                }
+            } } } },
+            "responses": {
+                "2XX": { "description": "Acknowledged. Anything else, a timeout or a refused connection is retried on the schedule." }
+            }
+        });
+        entries.insert(event_type.to_string(), json!({ "post": operation }));
+    }
+    Value::Object(entries)
+}
+
+fn data_schema(event_type: &str) -> Value {
+    if let Some((_, key, fields)) = EMAIL_EXTRAS.iter().find(|(t, _, _)| *t == event_type) {
+        let properties: Map<String, Value> = fields.iter().map(|f| (f.to_string(), json!({}))).collect();
+        return json!({ "allOf": [
+            { "$ref": "#/components/schemas/WebhookEmailEventData" },
+            { "type": "object", "required": [key], "properties": { *key: { "type": "object", "properties": properties } } }
+        ] });
+    }
+    match event_type.split('.').next() {
+        Some("email") if event_type != "email.received" => json!({ "$ref": "#/components/schemas/WebhookEmailEventData" }),
+        Some("domain") => json!({ "$ref": "#/components/schemas/WebhookDomainEventData" }),
+        Some("suppression") => json!({ "$ref": "#/components/schemas/WebhookSuppressionEventData" }),
+        _ => json!({ "type": "object", "description": "Emitted once its feature lands; the shape is documented with it." }),
+    }
+}
