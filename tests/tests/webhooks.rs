@@ -292,3 +292,23 @@ async fn an_endpoint_failing_every_delivery_past_the_window_is_disabled() {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(receiver.deliveries("/hook").len(), 2, "a disabled endpoint gets no more attempts");
 }
+
+#[tokio::test]
+async fn domain_and_suppression_events_are_delivered_too() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    let created = create(&mail, &receiver.url("/hook"), &["domain.created", "suppression.added", "suppression.removed"]).await;
+    let secret = created["signing_secret"].as_str().unwrap().to_string();
+    let domain = mail.app.post("/domains", json!({ "name": "news.example.org" })).await;
+    assert_eq!(domain.status, 201, "{}", domain.body);
+    let added = mail.app.post("/suppressions", json!({ "email": "gone@example.org" })).await;
+    assert_eq!(added.status, 201, "{}", added.body);
+    assert_eq!(mail.app.delete("/suppressions/gone@example.org").await.status, 200);
+
+    let deliveries = receiver.wait_for("/hook", 3, WAIT).await;
+    let by_type = |t: &str| deliveries.iter().find(|d| d.json()["type"] == t).unwrap_or_else(|| panic!("no {t}")).json();
+    assert_eq!(by_type("domain.created")["data"]["name"], "news.example.org");
+    assert_eq!(by_type("suppression.added")["data"]["email"], "gone@example.org");
+    assert_eq!(by_type("suppression.removed")["data"]["origin"], "manual");
+    assert!(deliveries.iter().all(|d| verified_signatures(&secret, d) == 1));
+}
