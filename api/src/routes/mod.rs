@@ -1,6 +1,7 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
 pub mod api_keys;
+pub mod contacts;
 pub mod domains;
 pub mod email_shares;
 pub mod emails;
@@ -28,6 +29,8 @@ pub enum Tag {
     Emails,
     /// Addresses the team will not send to.
     Suppressions,
+    /// The audience: contacts and their properties.
+    Contacts,
     /// Endpoints that receive signed deliveries of the team's events.
     Webhooks,
     /// Pages for people (`text/html`), reached by links Herald hands out.
@@ -44,6 +47,7 @@ pub type Apis = (
     emails::EmailsApi,
     email_shares::EmailSharesApi,
     suppressions::SuppressionsApi,
+    contacts::ContactsApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
 );
@@ -57,6 +61,7 @@ pub fn apis() -> Apis {
         emails::EmailsApi,
         email_shares::EmailSharesApi,
         suppressions::SuppressionsApi,
+        contacts::ContactsApi,
         webhooks::WebhooksApi,
         pages::PagesApi,
     )

@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod auth;
 pub mod claims;
+pub mod contacts;
 pub mod domains;
 pub mod emails;
 pub mod events;

@@ -1,0 +1,209 @@
+//! Contacts, their declared properties, and consent records.
+
+use crate::page::{Page, PageRequest};
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use sqlx::{PgConnection, QueryBuilder};
+use uuid::Uuid;
+
+/// A contact as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Contact {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub email: String,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub unsubscribed: bool,
+    pub properties: Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, team_id, email, first_name, last_name, unsubscribed, properties, created_at, updated_at";
+
+impl Contact {
+    /// The `data` of `contact.*` events: the contact as it is (or was, on delete).
+    pub fn event_data(&self) -> Value {
+        json!({
+            "id": self.id,
+            "email": self.email,
+            "first_name": self.first_name,
+            "last_name": self.last_name,
+            "unsubscribed": self.unsubscribed,
+            "properties": self.properties,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        })
+    }
+}
+
+/// How a path names a contact.
+#[derive(Debug, Clone)]
+pub enum Key {
+    Id(Uuid),
+    /// Bare, lower-case.
+    Email(String),
+}
+
+/// A declared property.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Property {
+    pub id: Uuid,
+    pub key: String,
+    #[sqlx(rename = "type")]
+    pub kind: String,
+    pub fallback_value: Option<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// The team's declared properties.
+pub async fn properties(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<Property>> {
+    sqlx::query_as("SELECT id, key, type, fallback_value, created_at FROM contact_properties WHERE team_id = $1 ORDER BY key")
+        .bind(team_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// Declares properties first seen in a write, typed by their values.
+pub async fn declare(conn: &mut PgConnection, team_id: Uuid, new: &[(String, &'static str)]) -> sqlx::Result<()> {
+    if new.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<Uuid> = new.iter().map(|_| crate::ids::new_id()).collect();
+    let keys: Vec<&str> = new.iter().map(|(key, _)| key.as_str()).collect();
+    let kinds: Vec<&str> = new.iter().map(|(_, kind)| *kind).collect();
+    sqlx::query(
+        "INSERT INTO contact_properties (id, team_id, key, type)
+         SELECT id, $2, key, type FROM unnest($1::uuid[], $3::text[], $4::text[]) AS p(id, key, type)
+         ON CONFLICT (team_id, key) DO NOTHING",
+    )
+    .bind(&ids)
+    .bind(team_id)
+    .bind(&keys)
+    .bind(&kinds)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Locks the team row (serialises contact creates and property declarations) and returns its
+/// plan's contact limit (`None`: unlimited).
+pub async fn lock_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Option<i32>> {
+    sqlx::query_scalar("SELECT p.contact_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t")
+        .bind(team_id)
+        .fetch_one(conn)
+        .await
+}
+
+/// How many contacts the team has.
+pub async fn count(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM contacts WHERE team_id = $1").bind(team_id).fetch_one(conn).await
+}
+
+/// One contact of the team by id or address, locked for a change when `lock`.
+pub async fn find(conn: &mut PgConnection, team_id: Uuid, key: &Key, lock: bool) -> sqlx::Result<Option<Contact>> {
+    let mut query = QueryBuilder::new(format!("SELECT {COLUMNS} FROM contacts WHERE team_id = "));
+    query.push_bind(team_id);
+    match key {
+        Key::Id(id) => query.push(" AND id = ").push_bind(*id),
+        Key::Email(email) => query.push(" AND email = ").push_bind(email.clone()),
+    };
+    if lock {
+        query.push(" FOR UPDATE");
+    }
+    query.build_query_as().fetch_optional(conn).await
+}
+
+/// A contact about to be written.
+#[derive(Debug, Clone)]
+pub struct ContactFields {
+    pub email: String,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub unsubscribed: bool,
+    pub properties: Value,
+}
+
+/// Inserts a contact.
+pub async fn insert(conn: &mut PgConnection, team_id: Uuid, fields: &ContactFields) -> sqlx::Result<Contact> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO contacts (id, team_id, email, first_name, last_name, unsubscribed, properties)
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
+    )))
+    .bind(crate::ids::new_id())
+    .bind(team_id)
+    .bind(&fields.email)
+    .bind(&fields.first_name)
+    .bind(&fields.last_name)
+    .bind(fields.unsubscribed)
+    .bind(&fields.properties)
+    .fetch_one(conn)
+    .await
+}
+
+/// Writes a contact's fields.
+pub async fn update(conn: &mut PgConnection, id: Uuid, fields: &ContactFields) -> sqlx::Result<Contact> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "UPDATE contacts SET email = $2, first_name = $3, last_name = $4, unsubscribed = $5, properties = $6, updated_at = now()
+         WHERE id = $1 RETURNING {COLUMNS}"
+    )))
+    .bind(id)
+    .bind(&fields.email)
+    .bind(&fields.first_name)
+    .bind(&fields.last_name)
+    .bind(fields.unsubscribed)
+    .bind(&fields.properties)
+    .fetch_one(conn)
+    .await
+}
+
+/// Erases a contact (its consent records stay, under the address's hash).
+pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM contacts WHERE id = $1").bind(id).execute(conn).await?;
+    Ok(())
+}
+
+/// The team's contacts, newest first.
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest) -> sqlx::Result<Page<Contact>> {
+    let mut query = QueryBuilder::new(format!("SELECT {COLUMNS} FROM contacts WHERE team_id = "));
+    query.push_bind(team_id);
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// A consent record: a change of `unsubscribed` or a topic choice.
+#[derive(Debug, Clone)]
+pub struct Consent<'a> {
+    pub team_id: Uuid,
+    pub contact_id: Uuid,
+    pub email: &'a str,
+    pub topic_id: Option<Uuid>,
+    /// `subscribed`, `unsubscribed`, `opt_in` or `opt_out`.
+    pub choice: &'static str,
+    /// `api`, `import`, `preference_page` or `one_click`.
+    pub source: &'static str,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+/// Writes a consent record; the address is kept only as its SHA-256.
+pub async fn record_consent(conn: &mut PgConnection, consent: &Consent<'_>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO consent_records (id, team_id, contact_id, email_hash, topic_id, choice, source, ip_address, user_agent)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+    )
+    .bind(crate::ids::new_id())
+    .bind(consent.team_id)
+    .bind(consent.contact_id)
+    .bind(crate::secret::hash(consent.email))
+    .bind(consent.topic_id)
+    .bind(consent.choice)
+    .bind(consent.source)
+    .bind(&consent.ip_address)
+    .bind(&consent.user_agent)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
