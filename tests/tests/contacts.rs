@@ -155,3 +155,49 @@ async fn a_sending_key_reads_contacts_but_cannot_write_them() {
     let write = app.request_as(&sending, reqwest::Method::POST, "/contacts").json(&json!({ "email": "b@example.com" }));
     tests::Answer::from(write.send().await.unwrap()).await.assert_error(401, "restricted_api_key");
 }
+
+#[tokio::test]
+async fn contact_properties_are_declared_read_given_fallbacks_and_deleted_from_every_contact() {
+    let app = TestApp::spawn_with(|config| {
+        config.rate_limit_capacity = 1000;
+        config.rate_limit_refill = 1000.0;
+    })
+    .await;
+    let created = app.post("/contact-properties", json!({ "key": "plan", "type": "string", "fallback_value": "free" })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let read = app.get(&format!("/contact-properties/{id}")).await.body;
+    assert_eq!((&read["key"], &read["type"], &read["fallback_value"]), (&json!("plan"), &json!("string"), &json!("free")));
+
+    let contact = create(&app, json!({ "email": "a@example.com", "properties": { "plan": "pro", "seats": 2 } })).await;
+    let wrong = app.post("/contacts", json!({ "email": "b@example.com", "properties": { "plan": 3 } })).await;
+    wrong.assert_error(422, "invalid_parameter");
+    let listed = app.get("/contact-properties").await.body;
+    let keys: Vec<&str> = listed["data"].as_array().unwrap().iter().map(|p| p["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["plan", "seats"], "seats was declared by its first use");
+
+    let refusals: Vec<(Value, u16, &str)> = vec![
+        (json!({ "key": "plan", "type": "string" }), 422, "validation_error"),
+        (json!({ "key": "1st", "type": "string" }), 400, "validation_error"),
+        (json!({ "key": "ok", "type": "date" }), 400, "validation_error"),
+        (json!({ "key": "ok", "type": "number", "fallback_value": "zero" }), 400, "validation_error"),
+        (json!({ "type": "number" }), 422, "missing_required_field"),
+    ];
+    for (body, status, name) in refusals {
+        app.post("/contact-properties", body.clone()).await.assert_error(status, name);
+    }
+    app.patch(&format!("/contact-properties/{id}"), json!({ "type": "number" })).await.assert_error(422, "invalid_parameter");
+    app.patch(&format!("/contact-properties/{id}"), json!({ "fallback_value": 1 })).await.assert_error(400, "validation_error");
+    assert_eq!(app.count("contact_properties").await, 2);
+
+    assert_eq!(app.patch(&format!("/contact-properties/{id}"), json!({ "fallback_value": null })).await.status, 200);
+    assert_eq!(app.get(&format!("/contact-properties/{id}")).await.body["fallback_value"], Value::Null);
+    let deleted = app.delete(&format!("/contact-properties/{id}")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(app.get(&format!("/contacts/{contact}")).await.body["properties"], json!({ "seats": 2 }), "the value went with it");
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let seats = listed["data"][1]["id"].as_str().unwrap();
+    let theirs = app.request_as(&other, reqwest::Method::DELETE, &format!("/contact-properties/{seats}"));
+    tests::Answer::from(theirs.send().await.unwrap()).await.assert_error(404, "not_found");
+    assert_eq!(app.count("contact_properties").await, 1);
+}

@@ -273,7 +273,7 @@ fn maybe_name(field: &str, value: MaybeUndefined<String>) -> ApiResult<Option<Op
 }
 
 /// The property type a JSON value has.
-fn kind_of(value: &Value) -> Option<&'static str> {
+pub fn kind_of(value: &Value) -> Option<&'static str> {
     match value {
         Value::String(_) => Some("string"),
         Value::Number(_) => Some("number"),
@@ -283,7 +283,7 @@ fn kind_of(value: &Value) -> Option<&'static str> {
 }
 
 /// A property key: a letter or underscore, then letters, digits or underscores; 1 to 50.
-fn valid_key(key: &str) -> bool {
+pub fn valid_key(key: &str) -> bool {
     let mut chars = key.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')

@@ -1,6 +1,7 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
 pub mod api_keys;
+pub mod contact_properties;
 pub mod contacts;
 pub mod domains;
 pub mod email_shares;
@@ -48,6 +49,7 @@ pub type Apis = (
     email_shares::EmailSharesApi,
     suppressions::SuppressionsApi,
     contacts::ContactsApi,
+    contact_properties::ContactPropertiesApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
 );
@@ -62,6 +64,7 @@ pub fn apis() -> Apis {
         email_shares::EmailSharesApi,
         suppressions::SuppressionsApi,
         contacts::ContactsApi,
+        contact_properties::ContactPropertiesApi,
         webhooks::WebhooksApi,
         pages::PagesApi,
     )

@@ -207,3 +207,50 @@ pub async fn record_consent(conn: &mut PgConnection, consent: &Consent<'_>) -> s
     .await?;
     Ok(())
 }
+
+/// Declares a property; `None` when the key is already declared.
+pub async fn insert_property(
+    conn: &mut PgConnection,
+    team_id: Uuid,
+    key: &str,
+    kind: &str,
+    fallback_value: Option<&Value>,
+) -> sqlx::Result<Option<Property>> {
+    sqlx::query_as(
+        "INSERT INTO contact_properties (id, team_id, key, type, fallback_value) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (team_id, key) DO NOTHING RETURNING id, key, type, fallback_value, created_at",
+    )
+    .bind(crate::ids::new_id())
+    .bind(team_id)
+    .bind(key)
+    .bind(kind)
+    .bind(fallback_value)
+    .fetch_optional(conn)
+    .await
+}
+
+/// One declared property of the team.
+pub async fn property(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Property>> {
+    sqlx::query_as("SELECT id, key, type, fallback_value, created_at FROM contact_properties WHERE team_id = $1 AND id = $2")
+        .bind(team_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Sets (or clears) a property's fallback value.
+pub async fn set_fallback(conn: &mut PgConnection, id: Uuid, fallback_value: Option<&Value>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE contact_properties SET fallback_value = $2 WHERE id = $1").bind(id).bind(fallback_value).execute(conn).await?;
+    Ok(())
+}
+
+/// Removes a property and its values from every contact of the team.
+pub async fn delete_property(conn: &mut PgConnection, team_id: Uuid, property: &Property) -> sqlx::Result<()> {
+    sqlx::query("UPDATE contacts SET properties = properties - $2, updated_at = now() WHERE team_id = $1 AND properties ? $2")
+        .bind(team_id)
+        .bind(&property.key)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM contact_properties WHERE id = $1").bind(property.id).execute(conn).await?;
+    Ok(())
+}
