@@ -40,3 +40,27 @@ CREATE TABLE consent_records (
 );
 CREATE INDEX consent_records_contact_idx ON consent_records (contact_id, id);
 CREATE INDEX consent_records_created_idx ON consent_records (created_at);
+
+-- Topics a contact can opt in to or out of; names are unique among live topics.
+CREATE TABLE topics (
+    id                      uuid PRIMARY KEY,
+    team_id                 uuid NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    name                    text NOT NULL,
+    description             text,
+    default_subscription    text NOT NULL CONSTRAINT topics_default_check CHECK (default_subscription IN ('opt_in', 'opt_out')),
+    visibility              text NOT NULL DEFAULT 'private' CONSTRAINT topics_visibility_check CHECK (visibility IN ('public', 'private')),
+    created_at              timestamptz NOT NULL DEFAULT now(),
+    deleted_at              timestamptz
+);
+CREATE INDEX topics_team_idx ON topics (team_id, id) WHERE deleted_at IS NULL;
+CREATE UNIQUE INDEX topics_live_name_key ON topics (team_id, lower(name)) WHERE deleted_at IS NULL;
+
+-- A contact's own choices; without one the topic's default applies.
+CREATE TABLE contact_topics (
+    contact_id      uuid NOT NULL REFERENCES contacts (id) ON DELETE CASCADE,
+    topic_id        uuid NOT NULL REFERENCES topics (id) ON DELETE CASCADE,
+    subscription    text NOT NULL CONSTRAINT contact_topics_subscription_check CHECK (subscription IN ('opt_in', 'opt_out')),
+    updated_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (contact_id, topic_id)
+);
+CREATE INDEX contact_topics_topic_idx ON contact_topics (topic_id, contact_id);

@@ -46,9 +46,9 @@ pub struct CreateContact {
     /// `[{ id }]`: not accepted yet (segments come with the rest of #6); a non-empty list is
     /// `422 invalid_parameter`.
     pub segments: Option<Vec<Value>>,
-    /// `[{ id, subscription }]`: not accepted yet (topics come with the rest of #6); a non-empty
-    /// list is `422 invalid_parameter`.
-    pub topics: Option<Vec<Value>>,
+    /// `[{ id, subscription }]`: the contact's topic choices (each change writes a consent
+    /// record).
+    pub topics: Option<Vec<crate::routes::topics::TopicChoice>>,
 }
 
 /// `{ object: "contact", id }`.
@@ -113,10 +113,8 @@ impl ContactsApi {
     #[oai(path = "/contacts", method = "post", operation_id = "create-contact")]
     async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateContact>) -> ApiResult<CreateResponse> {
         let body = body.0;
-        for (field, list) in [("segments", &body.segments), ("topics", &body.topics)] {
-            if list.as_ref().is_some_and(|l| !l.is_empty()) {
-                return Err(ApiError::invalid_parameter(field, "is not supported by this Herald version yet"));
-            }
+        if body.segments.as_ref().is_some_and(|l| !l.is_empty()) {
+            return Err(ApiError::invalid_parameter("segments", "is not supported by this Herald version yet"));
         }
         let email = address(&body.email)?;
         let first_name = name("first_name", body.first_name)?;
@@ -153,6 +151,7 @@ impl ContactsApi {
         if newly_unsubscribed {
             consent(&mut tx, &contact, "unsubscribed").await?;
         }
+        crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics").await?;
         emit(&mut tx, &contact, event_type).await?;
         tx.commit().await?;
         Ok(CreateResponse::Created(Json(ContactRef { object: "contact".into(), id: contact.id.to_string() })))
@@ -243,7 +242,7 @@ impl ContactsApi {
 }
 
 /// A path's contact: an id, or an address (any case).
-fn contact_key(raw: &str) -> ApiResult<Key> {
+pub fn contact_key(raw: &str) -> ApiResult<Key> {
     if let Some(id) = schema::ids::parse_id(raw) {
         return Ok(Key::Id(id));
     }

@@ -10,6 +10,7 @@ pub mod health;
 pub mod logs;
 pub mod pages;
 pub mod suppressions;
+pub mod topics;
 pub mod webhooks;
 
 use poem_openapi::Tags;
@@ -30,7 +31,7 @@ pub enum Tag {
     Emails,
     /// Addresses the team will not send to.
     Suppressions,
-    /// The audience: contacts and their properties.
+    /// The audience: contacts, their properties and topics.
     Contacts,
     /// Endpoints that receive signed deliveries of the team's events.
     Webhooks,
@@ -50,6 +51,7 @@ pub type Apis = (
     suppressions::SuppressionsApi,
     contacts::ContactsApi,
     contact_properties::ContactPropertiesApi,
+    topics::TopicsApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
 );
@@ -65,6 +67,7 @@ pub fn apis() -> Apis {
         suppressions::SuppressionsApi,
         contacts::ContactsApi,
         contact_properties::ContactPropertiesApi,
+        topics::TopicsApi,
         webhooks::WebhooksApi,
         pages::PagesApi,
     )

@@ -16,6 +16,7 @@ pub mod sending;
 pub mod shares;
 pub mod suppressions;
 pub mod teams;
+pub mod topics;
 pub mod usage;
 pub mod webhooks;
 

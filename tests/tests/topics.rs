@@ -1,0 +1,100 @@
+//! Topics and contacts' topic choices: unique live names, the fixed default, retirement,
+//! effective subscriptions, consent records, and refusals that write nothing.
+
+use serde_json::{Value, json};
+use tests::TestApp;
+
+async fn app() -> TestApp {
+    TestApp::spawn_with(|config| {
+        config.rate_limit_capacity = 1000;
+        config.rate_limit_refill = 1000.0;
+    })
+    .await
+}
+
+async fn topic(app: &TestApp, body: Value) -> String {
+    let created = app.post("/topics", body).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.body["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn topics_have_unique_live_names_a_fixed_default_and_retire_freeing_the_name() {
+    let app = app().await;
+    let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in", "description": "Monthly" })).await;
+    let read = app.get(&format!("/topics/{news}")).await.body;
+    assert_eq!((&read["visibility"], &read["default_subscription"]), (&json!("private"), &json!("opt_in")));
+    app.post("/topics", json!({ "name": "news", "default_subscription": "opt_out" })).await.assert_error(422, "invalid_parameter");
+    app.patch(&format!("/topics/{news}"), json!({ "default_subscription": "opt_out" })).await.assert_error(422, "invalid_parameter");
+    let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out", "visibility": "public" })).await;
+    app.patch(&format!("/topics/{offers}"), json!({ "name": "NEWS" })).await.assert_error(422, "invalid_parameter");
+    for body in [
+        json!({ "name": "", "default_subscription": "opt_in" }),
+        json!({ "name": "x".repeat(51), "default_subscription": "opt_in" }),
+        json!({ "name": "Ok", "default_subscription": "maybe" }),
+        json!({ "name": "Ok", "default_subscription": "opt_in", "visibility": "secret" }),
+        json!({ "name": "Ok", "default_subscription": "opt_in", "description": "d".repeat(201) }),
+    ] {
+        app.post("/topics", body.clone()).await.assert_error(400, "validation_error");
+    }
+    app.post("/topics", json!({ "name": "Ok" })).await.assert_error(422, "missing_required_field");
+    assert_eq!(app.count("topics").await, 2);
+
+    assert_eq!(app.patch(&format!("/topics/{news}"), json!({ "description": null, "visibility": "public" })).await.status, 200);
+    let read = app.get(&format!("/topics/{news}")).await.body;
+    assert_eq!((&read["description"], &read["visibility"]), (&Value::Null, &json!("public")));
+    assert_eq!(app.get("/topics").await.body["data"].as_array().unwrap().len(), 2);
+
+    let retired = app.delete(&format!("/topics/{news}")).await;
+    assert_eq!((retired.status, &retired.body["deleted"]), (200, &json!(true)));
+    app.get(&format!("/topics/{news}")).await.assert_error(404, "not_found");
+    app.delete(&format!("/topics/{news}")).await.assert_error(404, "not_found");
+    topic(&app, json!({ "name": "News", "default_subscription": "opt_out" })).await;
+
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let theirs = app.request_as(&other, reqwest::Method::GET, &format!("/topics/{offers}")).send().await.unwrap();
+    tests::Answer::from(theirs).await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_unsubscribed_overrides_all() {
+    let app = app().await;
+    let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in" })).await;
+    let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out" })).await;
+    let created = app.post("/contacts", json!({ "email": "a@example.com", "topics": [{ "id": offers, "subscription": "opt_in" }] })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let effective = |body: &Value| -> Vec<(String, String)> {
+        body["data"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap().into(), t["subscription"].as_str().unwrap().into())).collect()
+    };
+    let topics = app.get(&format!("/contacts/{id}/topics")).await.body;
+    assert_eq!(effective(&topics), [("News".into(), "opt_in".into()), ("Offers".into(), "opt_in".into())]);
+
+    let patched = app.patch(&format!("/contacts/{id}/topics"), json!([{ "id": news, "subscription": "opt_out" }, { "id": offers, "subscription": "opt_in" }])).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    let topics = app.get(&format!("/contacts/a@example.com/topics")).await.body;
+    assert_eq!(effective(&topics), [("News".into(), "opt_out".into()), ("Offers".into(), "opt_in".into())]);
+    let consents: Vec<(String, Option<uuid::Uuid>)> =
+        sqlx::query_as("SELECT choice, topic_id FROM consent_records ORDER BY id").fetch_all(&app.pool).await.unwrap();
+    let choices: Vec<&str> = consents.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(choices, ["opt_in", "opt_out"], "one record per change; repeating a choice records nothing");
+    let updates: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE type = 'contact.updated'").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(updates, 0, "topic choices are not contact.updated");
+
+    app.patch(&format!("/contacts/{id}"), json!({ "unsubscribed": true })).await;
+    let topics = app.get(&format!("/contacts/{id}/topics")).await.body;
+    assert_eq!(effective(&topics), [("News".into(), "opt_out".into()), ("Offers".into(), "opt_out".into())]);
+
+    for body in [
+        json!([{ "id": news, "subscription": "maybe" }]),
+        json!([{ "id": "not-an-id", "subscription": "opt_in" }]),
+        json!([{ "id": uuid::Uuid::now_v7(), "subscription": "opt_in" }]),
+    ] {
+        app.patch(&format!("/contacts/{id}/topics"), body.clone()).await.assert_error(422, "invalid_parameter");
+    }
+    let refused = app.post("/contacts", json!({ "email": "b@example.com", "topics": [{ "id": uuid::Uuid::now_v7(), "subscription": "opt_in" }] })).await;
+    refused.assert_error(422, "invalid_parameter");
+    assert_eq!(app.count("contacts").await, 1);
+    assert_eq!(app.count("consent_records WHERE topic_id IS NOT NULL").await, 2);
+    app.get("/contacts/nobody@example.com/topics").await.assert_error(404, "not_found");
+}
