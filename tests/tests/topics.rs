@@ -72,7 +72,7 @@ async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_un
 
     let patched = app.patch(&format!("/contacts/{id}/topics"), json!([{ "id": news, "subscription": "opt_out" }, { "id": offers, "subscription": "opt_in" }])).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
-    let topics = app.get(&format!("/contacts/a@example.com/topics")).await.body;
+    let topics = app.get("/contacts/a@example.com/topics").await.body;
     assert_eq!(effective(&topics), [("News".into(), "opt_out".into()), ("Offers".into(), "opt_in".into())]);
     let consents: Vec<(String, Option<uuid::Uuid>)> =
         sqlx::query_as("SELECT choice, topic_id FROM consent_records ORDER BY id").fetch_all(&app.pool).await.unwrap();
