@@ -371,14 +371,8 @@ impl Fetcher {
         let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
         let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
         let port = parsed.port_or_known_default().unwrap_or(443);
-        let addresses: Vec<std::net::SocketAddr> = tokio::net::lookup_host((host.as_str(), port))
-            .await
-            .map_err(|_| format!("`{host}` does not resolve"))?
-            .collect();
-        let Some(first) = addresses.first().copied() else { return Err(format!("`{host}` does not resolve")) };
-        if !self.allow_private && addresses.iter().any(|a| schema::net::is_internal(a.ip())) {
-            return Err("fetching from loopback, private or link-local addresses is blocked".into());
-        }
+        let addresses = schema::net::resolve_public(&host, port, self.allow_private).await?;
+        let first = addresses[0];
         let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).resolve(&host, first);
         for root in &self.extra_roots {
             client = client.add_root_certificate(root.clone());

@@ -210,13 +210,6 @@ fn describe(error: &reqwest::Error) -> String {
 pub async fn check_public(url: &reqwest::Url) -> Result<(), String> {
     let host = url.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
     let port = url.port_or_known_default().unwrap_or(443);
-    let addresses: Vec<std::net::SocketAddr> =
-        tokio::net::lookup_host((host.as_str(), port)).await.map_err(|_| format!("`{host}` does not resolve"))?.collect();
-    if addresses.is_empty() {
-        return Err(format!("`{host}` does not resolve"));
-    }
-    if addresses.iter().any(|a| schema::net::is_internal(a.ip())) {
-        return Err(format!("`{host}` resolves to a loopback, private or link-local address"));
-    }
+    schema::net::resolve_public(&host, port, false).await?;
     Ok(())
 }

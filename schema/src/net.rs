@@ -27,3 +27,17 @@ pub fn is_internal(ip: std::net::IpAddr) -> bool {
         }
     }
 }
+
+/// Resolves `host` and answers its addresses, refusing a name that does not resolve or (unless
+/// `allow_private`) one with any internal address. The message reads after the host's name.
+pub async fn resolve_public(host: &str, port: u16, allow_private: bool) -> Result<Vec<std::net::SocketAddr>, String> {
+    let addresses: Vec<std::net::SocketAddr> =
+        tokio::net::lookup_host((host, port)).await.map_err(|_| format!("`{host}` does not resolve"))?.collect();
+    if addresses.is_empty() {
+        return Err(format!("`{host}` does not resolve"));
+    }
+    if !allow_private && addresses.iter().any(|a| is_internal(a.ip())) {
+        return Err(format!("`{host}` resolves to a loopback, private or link-local address, which is blocked"));
+    }
+    Ok(addresses)
+}

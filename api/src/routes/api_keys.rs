@@ -3,7 +3,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{page_request, search_text};
-use crate::routes::{Deleted, Tag, Updated};
+use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::http::StatusCode;
@@ -210,7 +210,7 @@ impl ApiKeysApi {
         body: Body<UpdateApiKey>,
     ) -> ApiResult<Json<Updated>> {
         let body = body.0;
-        let id = schema::ids::parse_id(&api_key_id.0).ok_or_else(|| ApiError::not_found("API key"))?;
+        let id = path_id(&api_key_id.0, "API key")?;
         let name = body.name.as_deref().map(key_name).transpose()?;
         if !body.inbox_channel_ids.is_undefined() {
             return Err(needs_admin());
@@ -247,7 +247,7 @@ impl ApiKeysApi {
         /// The key's id.
         api_key_id: Path<String>,
     ) -> ApiResult<Json<Deleted>> {
-        let id = schema::ids::parse_id(&api_key_id.0).ok_or_else(|| ApiError::not_found("API key"))?;
+        let id = path_id(&api_key_id.0, "API key")?;
         let mut conn = state.pool.acquire().await?;
         if !api_keys::revoke(&mut conn, caller.team_id, id).await? {
             return Err(ApiError::not_found("API key"));

@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::routes::contacts::{MAX_PROPERTIES, kind_of, valid_key};
-use crate::routes::{Deleted, Tag, Updated};
+use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -15,7 +15,6 @@ use poem_openapi::{ApiResponse, Object};
 use schema::store::contacts::{self, Property};
 use serde::Deserialize;
 use serde_json::Value;
-use uuid::Uuid;
 
 pub struct ContactPropertiesApi;
 
@@ -161,7 +160,7 @@ impl ContactPropertiesApi {
 }
 
 async fn find(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<Property> {
-    let id: Uuid = schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Contact property"))?;
+    let id = path_id(raw, "Contact property")?;
     let found = contacts::property(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
     found.ok_or_else(|| ApiError::not_found("Contact property"))
 }

@@ -149,7 +149,7 @@ impl ContactsApi {
             }
         };
         if newly_unsubscribed {
-            consent(&mut tx, &contact, "unsubscribed").await?;
+            consent(&mut tx, &contact, None, "unsubscribed").await?;
         }
         crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics").await?;
         emit(&mut tx, &contact, event_type).await?;
@@ -220,7 +220,7 @@ impl ContactsApi {
         };
         let after = contacts::update(&mut tx, before.id, &fields).await?;
         if unsubscribed != before.unsubscribed {
-            consent(&mut tx, &after, if unsubscribed { "unsubscribed" } else { "subscribed" }).await?;
+            consent(&mut tx, &after, None, if unsubscribed { "unsubscribed" } else { "subscribed" }).await?;
         }
         emit(&mut tx, &after, "contact.updated").await?;
         tx.commit().await?;
@@ -348,12 +348,14 @@ async fn typed_properties(
     Ok(Value::Object(current))
 }
 
-async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, choice: &'static str) -> ApiResult<()> {
+/// Records a choice made through the API: `subscribed`/`unsubscribed`, or a topic's
+/// `opt_in`/`opt_out`.
+pub async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, topic_id: Option<Uuid>, choice: &'static str) -> ApiResult<()> {
     let record = Consent {
         team_id: contact.team_id,
         contact_id: contact.id,
         email: &contact.email,
-        topic_id: None,
+        topic_id,
         choice,
         source: "api",
         ip_address: None,

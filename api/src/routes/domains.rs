@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::routes::{Deleted, Tag, Updated};
+use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use jobs::dns_provider::{Cloudflare, ProviderError};
@@ -357,7 +357,7 @@ impl DomainsApi {
         body: Body<UpdateDomain>,
     ) -> ApiResult<Json<Updated>> {
         let body = body.0;
-        let id = parse_domain_id(&domain_id.0)?;
+        let id = path_id(&domain_id.0, "Domain")?;
         let mut tx = state.pool.begin().await?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         if body.region.is_some_and(|region| region != domain.region) {
@@ -390,7 +390,7 @@ impl DomainsApi {
         /// The domain's id.
         domain_id: Path<String>,
     ) -> ApiResult<Json<Deleted>> {
-        let id = parse_domain_id(&domain_id.0)?;
+        let id = path_id(&domain_id.0, "Domain")?;
         let mut tx = state.pool.begin().await?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         if schema::store::api_keys::live_pinned_to(&mut tx, caller.team_id, id).await? > 0 {
@@ -512,7 +512,7 @@ impl DomainsApi {
         /// The domain's id (this team's copy).
         domain_id: Path<String>,
     ) -> ApiResult<Json<ClaimView>> {
-        let id = parse_domain_id(&domain_id.0)?;
+        let id = path_id(&domain_id.0, "Domain")?;
         let mut conn = state.pool.acquire().await?;
         let claim = claims::latest_for_domain(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Claim"))?;
         Ok(Json(claim_view(claim)))
@@ -528,7 +528,7 @@ impl DomainsApi {
         /// The domain's id.
         domain_id: Path<String>,
     ) -> ApiResult<Json<DomainView>> {
-        let id = parse_domain_id(&domain_id.0)?;
+        let id = path_id(&domain_id.0, "Domain")?;
         let key = dkim_key().await?;
         let mut tx = state.pool.begin().await?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
@@ -621,7 +621,7 @@ impl DomainsApi {
         domain_id: Path<String>,
     ) -> ApiResult<Json<Deleted>> {
         let mut tx = state.pool.begin().await?;
-        let id = parse_domain_id(&domain_id.0)?;
+        let id = path_id(&domain_id.0, "Domain")?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         if !domain.has_credential {
             return Err(ApiError::not_found("Kept credential"));
@@ -794,12 +794,9 @@ async fn emit(conn: &mut PgConnection, event_type: &'static str, domain: &Domain
     Ok(())
 }
 
-fn parse_domain_id(raw: &str) -> ApiResult<Uuid> {
-    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Domain"))
-}
 
 async fn find(conn: &mut PgConnection, team_id: Uuid, raw: &str) -> ApiResult<Domain> {
-    let id = parse_domain_id(raw)?;
+    let id = path_id(raw, "Domain")?;
     domains::get(conn, team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))
 }
 

@@ -2,7 +2,7 @@
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::Tag;
+use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, TimeDelta, Utc};
 use poem::web::Data;
@@ -61,7 +61,7 @@ impl EmailSharesApi {
         body: Body<ShareRequest>,
     ) -> ApiResult<Json<ShareView>> {
         let life = life(body.0.expires_in.as_deref())?;
-        let id = schema::ids::parse_id(&email_id.0).ok_or_else(|| ApiError::not_found("Email"))?;
+        let id = path_id(&email_id.0, "Email")?;
         let token = schema::secret::mint("");
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
@@ -79,7 +79,7 @@ impl EmailSharesApi {
     /// Revoke every live view link of an email; they answer 404 from then on.
     #[oai(path = "/emails/:email_id/share", method = "delete", operation_id = "revoke-email-shares")]
     async fn revoke(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<SharesRevoked>> {
-        let id = schema::ids::parse_id(&email_id.0).ok_or_else(|| ApiError::not_found("Email"))?;
+        let id = path_id(&email_id.0, "Email")?;
         let mut tx = state.pool.begin().await?;
         emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         let revoked = shares::revoke_all(&mut tx, id).await?;

@@ -5,7 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin, IdempotencyKey};
 use crate::paging::{date_range, page_request, search_text};
-use crate::routes::{Tag, Updated};
+use crate::routes::{Tag, Updated, path_id};
 use crate::send::{self, SendEmail};
 use crate::state::{AppState, Caller};
 use base64::Engine;
@@ -344,7 +344,7 @@ impl EmailsApi {
     /// Retrieve an email with its recipients' delivery and its event timeline.
     #[oai(path = "/emails/:email_id", method = "get", operation_id = "get-email")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<EmailView>> {
-        let id = email_id_of(&email_id.0)?;
+        let id = path_id(&email_id.0, "Email")?;
         let mut conn = state.pool.acquire().await?;
         let email = emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         let recipients = emails::recipients(&mut conn, &[id]).await?;
@@ -368,7 +368,7 @@ impl EmailsApi {
         email_id: Path<String>,
         body: Body<Reschedule>,
     ) -> ApiResult<Json<Updated>> {
-        let id = email_id_of(&email_id.0)?;
+        let id = path_id(&email_id.0, "Email")?;
         let at = schema::when::parse_scheduled_at(&body.0.scheduled_at, Utc::now())
             .map_err(|e| ApiError::invalid_field("scheduled_at", e.message()))?;
         let mut tx = state.pool.begin().await?;
@@ -386,7 +386,7 @@ impl EmailsApi {
     /// `409 resource_locked`.
     #[oai(path = "/emails/:email_id/cancel", method = "post", operation_id = "cancel-email")]
     async fn cancel(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<Updated>> {
-        let id = email_id_of(&email_id.0)?;
+        let id = path_id(&email_id.0, "Email")?;
         let mut tx = state.pool.begin().await?;
         let email = emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         if email.dispatched_at.is_some() || !matches!(email.last_event.as_str(), "scheduled" | "queued") {
@@ -404,7 +404,7 @@ impl EmailsApi {
     /// List an email's attachments (without their bytes).
     #[oai(path = "/emails/:email_id/attachments", method = "get", operation_id = "list-email-attachments")]
     async fn attachments(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<AttachmentList>> {
-        let id = email_id_of(&email_id.0)?;
+        let id = path_id(&email_id.0, "Email")?;
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         let data = emails::attachments(&mut conn, id).await?.into_iter().map(|a| attachment_view(a, None)).collect();
@@ -420,8 +420,8 @@ impl EmailsApi {
         email_id: Path<String>,
         attachment_id: Path<String>,
     ) -> ApiResult<Json<AttachmentView>> {
-        let id = email_id_of(&email_id.0)?;
-        let attachment_id = schema::ids::parse_id(&attachment_id.0).ok_or_else(|| ApiError::not_found("Attachment"))?;
+        let id = path_id(&email_id.0, "Email")?;
+        let attachment_id = path_id(&attachment_id.0, "Attachment")?;
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         let found = emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
@@ -474,10 +474,6 @@ where
     }
 }
 
-/// A path's email id; anything that is not an id is 404 like a missing email.
-fn email_id_of(raw: &str) -> ApiResult<Uuid> {
-    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Email"))
-}
 
 fn locked(email: &Email) -> ApiError {
     ApiError::new(

@@ -2,7 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::routes::Tag;
+use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -112,7 +112,7 @@ impl LogsApi {
         /// The log's id.
         log_id: Path<String>,
     ) -> ApiResult<Json<LogDetail>> {
-        let id = schema::ids::parse_id(&log_id.0).ok_or_else(|| ApiError::not_found("Log"))?;
+        let id = path_id(&log_id.0, "Log")?;
         let mut conn = state.pool.acquire().await?;
         let mut log = request_logs::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Log"))?;
         let (path, request_body, response_body) = (std::mem::take(&mut log.path), log.request_body.take(), log.response_body.take());

@@ -40,8 +40,20 @@ pub enum Tag {
     Pages,
 }
 
-/// Every API of the service, in document order.
-pub type Apis = (
+/// Declares `Apis`, the tuple of every API in document order, and `apis()` building it, from
+/// one list (each API is a unit struct).
+macro_rules! apis {
+    ($($api:path),+ $(,)?) => {
+        /// Every API of the service, in document order.
+        pub type Apis = ($($api,)+);
+
+        pub fn apis() -> Apis {
+            ($($api,)+)
+        }
+    };
+}
+
+apis!(
     health::HealthApi,
     api_keys::ApiKeysApi,
     logs::LogsApi,
@@ -56,21 +68,9 @@ pub type Apis = (
     pages::PagesApi,
 );
 
-pub fn apis() -> Apis {
-    (
-        health::HealthApi,
-        api_keys::ApiKeysApi,
-        logs::LogsApi,
-        domains::DomainsApi,
-        emails::EmailsApi,
-        email_shares::EmailSharesApi,
-        suppressions::SuppressionsApi,
-        contacts::ContactsApi,
-        contact_properties::ContactPropertiesApi,
-        topics::TopicsApi,
-        webhooks::WebhooksApi,
-        pages::PagesApi,
-    )
+/// A path's id; anything that is not an id answers 404 like a missing `what`.
+pub fn path_id(raw: &str, what: &str) -> crate::error::ApiResult<uuid::Uuid> {
+    schema::ids::parse_id(raw).ok_or_else(|| crate::error::ApiError::not_found(what))
 }
 
 /// `{ object, id }`, the answer of an update.

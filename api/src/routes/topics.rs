@@ -4,8 +4,8 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::routes::contacts::contact_key;
-use crate::routes::{Deleted, Tag, Updated};
+use crate::routes::contacts::{consent, contact_key};
+use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -13,7 +13,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
-use schema::store::contacts::{self, Consent, Contact};
+use schema::store::contacts::{self, Contact};
 use schema::store::topics::{self, NewTopic, Topic};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -155,7 +155,7 @@ impl TopicsApi {
     /// Retrieve a topic.
     #[oai(path = "/topics/:topic_id", method = "get", operation_id = "get-topic")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>) -> ApiResult<Json<TopicView>> {
-        let id = topic_id_of(&topic_id.0)?;
+        let id = path_id(&topic_id.0, "Topic")?;
         let found = topics::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
         Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Topic"))?)))
     }
@@ -163,7 +163,7 @@ impl TopicsApi {
     /// Rename a topic or change its description or visibility (`default_subscription` is fixed).
     #[oai(path = "/topics/:topic_id", method = "patch", operation_id = "update-topic")]
     async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>, body: Body<UpdateTopic>) -> ApiResult<Json<Updated>> {
-        let id = topic_id_of(&topic_id.0)?;
+        let id = path_id(&topic_id.0, "Topic")?;
         let body = body.0;
         if body.default_subscription.is_some() {
             return Err(ApiError::invalid_parameter("default_subscription", "is fixed at creation"));
@@ -194,7 +194,7 @@ impl TopicsApi {
     /// Retire a topic: it answers 404 from then on and its name is free again.
     #[oai(path = "/topics/:topic_id", method = "delete", operation_id = "delete-topic")]
     async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>) -> ApiResult<Json<Deleted>> {
-        let id = topic_id_of(&topic_id.0)?;
+        let id = path_id(&topic_id.0, "Topic")?;
         if !topics::retire(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
             return Err(ApiError::not_found("Topic"));
         }
@@ -269,24 +269,11 @@ pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, cho
         return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's topics"));
     }
     for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
-        let record = Consent {
-            team_id: contact.team_id,
-            contact_id: contact.id,
-            email: &contact.email,
-            topic_id: Some(topic_id),
-            choice: if subscription == "opt_in" { "opt_in" } else { "opt_out" },
-            source: "api",
-            ip_address: None,
-            user_agent: None,
-        };
-        contacts::record_consent(conn, &record).await?;
+        consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }).await?;
     }
     Ok(())
 }
 
-fn topic_id_of(raw: &str) -> ApiResult<Uuid> {
-    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Topic"))
-}
 
 fn name_taken() -> ApiError {
     ApiError::invalid_parameter("name", "a live topic already has this name")

@@ -3,7 +3,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::routes::{Deleted, Tag, Updated};
+use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -14,7 +14,6 @@ use poem_openapi::{ApiResponse, Object};
 use rand::RngCore;
 use schema::store::webhooks::{self, Change, DeliveredEvent, EVENT_TYPES, Endpoint};
 use serde::Deserialize;
-use uuid::Uuid;
 
 pub struct WebhooksApi;
 
@@ -182,7 +181,7 @@ impl WebhooksApi {
     /// Retrieve an endpoint (without its secret).
     #[oai(path = "/webhooks/:webhook_id", method = "get", operation_id = "get-webhook")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<WebhookView>> {
-        let id = webhook_id_of(&webhook_id.0)?;
+        let id = path_id(&webhook_id.0, "Webhook")?;
         let found = webhooks::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
         Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Webhook"))?)))
     }
@@ -196,7 +195,7 @@ impl WebhooksApi {
         webhook_id: Path<String>,
         body: Body<UpdateWebhook>,
     ) -> ApiResult<Json<Updated>> {
-        let id = webhook_id_of(&webhook_id.0)?;
+        let id = path_id(&webhook_id.0, "Webhook")?;
         let body = body.0;
         let events = body.events.as_deref().map(event_types).transpose()?;
         if let Some(status) = &body.status
@@ -296,7 +295,7 @@ impl WebhooksApi {
     /// signatures, one per secret, so receivers can switch without losing any.
     #[oai(path = "/webhooks/:webhook_id/signing-secret/rotate", method = "post", operation_id = "rotate-webhook-signing-secret")]
     async fn rotate(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<CreatedWebhook>> {
-        let id = webhook_id_of(&webhook_id.0)?;
+        let id = path_id(&webhook_id.0, "Webhook")?;
         let (key, signing_secret) = new_key();
         let rotated = webhooks::rotate_key(&mut *state.pool.acquire().await?, caller.team_id, id, &key, ROTATION_OVERLAP_SECONDS).await?;
         if !rotated {
@@ -308,7 +307,7 @@ impl WebhooksApi {
     /// Delete an endpoint; its pending deliveries are dropped.
     #[oai(path = "/webhooks/:webhook_id", method = "delete", operation_id = "delete-webhook")]
     async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, webhook_id: Path<String>) -> ApiResult<Json<Deleted>> {
-        let id = webhook_id_of(&webhook_id.0)?;
+        let id = path_id(&webhook_id.0, "Webhook")?;
         if !webhooks::delete(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
             return Err(ApiError::not_found("Webhook"));
         }
@@ -318,7 +317,7 @@ impl WebhooksApi {
 
 /// The team's endpoint, or 404.
 async fn endpoint_of(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<Endpoint> {
-    let id = webhook_id_of(raw)?;
+    let id = path_id(raw, "Webhook")?;
     let found = webhooks::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
     found.ok_or_else(|| ApiError::not_found("Webhook"))
 }
@@ -326,7 +325,7 @@ async fn endpoint_of(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<
 /// The endpoint's delivery of an event, or 404.
 async fn delivered(state: &AppState, caller: &Caller, webhook_id: &str, event_id: &str) -> ApiResult<(Endpoint, DeliveredEvent)> {
     let endpoint = endpoint_of(state, caller, webhook_id).await?;
-    let event_id = schema::ids::parse_id(event_id).ok_or_else(|| ApiError::not_found("Event"))?;
+    let event_id = path_id(event_id, "Event")?;
     let found = webhooks::delivery(&mut *state.pool.acquire().await?, endpoint.id, event_id).await?;
     Ok((endpoint, found.ok_or_else(|| ApiError::not_found("Event"))?))
 }
@@ -352,9 +351,6 @@ fn new_key() -> ([u8; 32], String) {
     (key, format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key)))
 }
 
-fn webhook_id_of(raw: &str) -> ApiResult<Uuid> {
-    schema::ids::parse_id(raw).ok_or_else(|| ApiError::not_found("Webhook"))
-}
 
 /// At least one event type, each from document C's list; duplicates dropped.
 fn event_types(raw: &[String]) -> ApiResult<Vec<String>> {

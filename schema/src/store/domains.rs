@@ -361,11 +361,6 @@ pub async fn mark_sent(conn: &mut PgConnection, id: Uuid, at: DateTime<Utc>) -> 
     Ok(())
 }
 
-/// The private key a domain signs with (PKCS#1 PEM).
-pub async fn signing_key(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<String>> {
-    sqlx::query_scalar("SELECT dkim_private_key FROM domains WHERE id = $1").bind(id).fetch_optional(conn).await
-}
-
 /// Keeps (or, with `None`, forgets) a sealed DNS provider credential.
 pub async fn set_credential(conn: &mut PgConnection, id: Uuid, provider: Option<&str>, sealed: Option<&[u8]>) -> sqlx::Result<()> {
     sqlx::query("UPDATE domains SET autoconfigure_provider = $2, autoconfigure_credential = $3, updated_at = now() WHERE id = $1")
