@@ -3,6 +3,7 @@
 
 pub mod domain;
 pub mod email;
+pub mod filter;
 pub mod ids;
 pub mod jobs;
 pub mod model;

@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::routes::segments::segment_ids;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -16,6 +17,7 @@ use poem_openapi::{ApiResponse, Object};
 use schema::email::Mailbox;
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Key};
 use schema::store::events::{self, NewEvent};
+use schema::store::segments;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -43,8 +45,7 @@ pub struct CreateContact {
     pub unsubscribed: Option<bool>,
     /// Property key to string, number or boolean; a new key is declared with its value's type.
     pub properties: Option<BTreeMap<String, Value>>,
-    /// `[{ id }]`: not accepted yet (segments come with the rest of #6); a non-empty list is
-    /// `422 invalid_parameter`.
+    /// `[{ id }]`: segments to add the contact to explicitly.
     pub segments: Option<Vec<Value>>,
     /// `[{ id, subscription }]`: the contact's topic choices (each change writes a consent
     /// record).
@@ -113,14 +114,12 @@ impl ContactsApi {
     #[oai(path = "/contacts", method = "post", operation_id = "create-contact")]
     async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateContact>) -> ApiResult<CreateResponse> {
         let body = body.0;
-        if body.segments.as_ref().is_some_and(|l| !l.is_empty()) {
-            return Err(ApiError::invalid_parameter("segments", "is not supported by this Herald version yet"));
-        }
         let email = address(&body.email)?;
         let first_name = name("first_name", body.first_name)?;
         let last_name = name("last_name", body.last_name)?;
         let mut tx = state.pool.begin().await?;
         let limit = contacts::lock_limit(&mut tx, caller.team_id).await?;
+        let segment_ids = segment_ids(&mut tx, caller.team_id, body.segments.as_deref().unwrap_or_default(), "segments").await?;
         let existing = contacts::find(&mut tx, caller.team_id, &Key::Email(email.clone()), true).await?;
         let current = existing.as_ref().map_or_else(Map::new, |c| c.properties.as_object().cloned().unwrap_or_default());
         let properties = typed_properties(&mut tx, caller.team_id, current, body.properties.unwrap_or_default().into_iter().collect()).await?;
@@ -152,6 +151,7 @@ impl ContactsApi {
             consent(&mut tx, &contact, None, "unsubscribed").await?;
         }
         crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics").await?;
+        segments::add_members(&mut tx, &segment_ids, &[contact.id]).await?;
         emit(&mut tx, &contact, event_type).await?;
         tx.commit().await?;
         Ok(CreateResponse::Created(Json(ContactRef { object: "contact".into(), id: contact.id.to_string() })))
@@ -170,9 +170,20 @@ impl ContactsApi {
         after: Query<Option<String>>,
         /// Return items before (newer than) this id.
         before: Query<Option<String>>,
+        /// Only the segment's members, evaluated now as a broadcast would resolve them.
+        segment_id: Query<Option<String>>,
     ) -> ApiResult<Json<ContactList>> {
         let page = page_request(limit.0, after.0, before.0)?;
-        let page = contacts::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
+        let mut conn = state.pool.acquire().await?;
+        let page = match segment_id.0 {
+            Some(raw) => {
+                let id = schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter("segment_id", "is not a segment id"))?;
+                let segment = segments::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Segment"))?;
+                let membership = segments::membership(&mut conn, &segment).await?;
+                segments::members(&mut conn, caller.team_id, &membership, &page).await?
+            }
+            None => contacts::list(&mut conn, caller.team_id, &page).await?,
+        };
         Ok(Json(ContactList { object: "list".into(), data: page.data.into_iter().map(|c| view(c, false)).collect() }))
     }
 

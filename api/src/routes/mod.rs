@@ -9,6 +9,7 @@ pub mod emails;
 pub mod health;
 pub mod logs;
 pub mod pages;
+pub mod segments;
 pub mod suppressions;
 pub mod topics;
 pub mod webhooks;
@@ -31,7 +32,7 @@ pub enum Tag {
     Emails,
     /// Addresses the team will not send to.
     Suppressions,
-    /// The audience: contacts, their properties and topics.
+    /// The audience: contacts, their properties, topics and segments.
     Contacts,
     /// Endpoints that receive signed deliveries of the team's events.
     Webhooks,
@@ -64,6 +65,7 @@ apis!(
     contacts::ContactsApi,
     contact_properties::ContactPropertiesApi,
     topics::TopicsApi,
+    segments::SegmentsApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
 );

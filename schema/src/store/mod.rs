@@ -11,6 +11,7 @@ pub mod events;
 pub mod idempotency;
 pub mod jobs;
 pub mod request_logs;
+pub mod segments;
 pub mod schedule;
 pub mod sending;
 pub mod shares;

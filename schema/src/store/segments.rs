@@ -1,0 +1,210 @@
+//! Segments (retired, not deleted, so names free up), their explicit members, and membership:
+//! the filter compiled to SQL and evaluated on every read, never stored.
+
+use crate::filter::{self, Catalog, Node, Problem};
+use crate::page::{Page, PageRequest};
+use crate::store::contacts::{COLUMNS as CONTACT_COLUMNS, Contact};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{PgConnection, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+/// A live segment.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Segment {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub name: String,
+    pub filter: Option<Value>,
+    pub created_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, team_id, name, filter, created_at";
+
+/// Inserts a segment; `None` when a live segment of the team has the name (any case).
+pub async fn insert(conn: &mut PgConnection, team_id: Uuid, name: &str, filter: Option<&Value>) -> sqlx::Result<Option<Segment>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO segments (id, team_id, name, filter) VALUES ($1, $2, $3, $4)
+         ON CONFLICT (team_id, lower(name)) WHERE deleted_at IS NULL DO NOTHING RETURNING {COLUMNS}"
+    )))
+    .bind(crate::ids::new_id())
+    .bind(team_id)
+    .bind(name)
+    .bind(filter)
+    .fetch_optional(conn)
+    .await
+}
+
+/// One live segment of the team.
+pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Segment>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM segments WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL")))
+        .bind(team_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// The team's live segments, newest first.
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest) -> sqlx::Result<Page<Segment>> {
+    let mut query = QueryBuilder::new(format!("SELECT {COLUMNS} FROM segments WHERE deleted_at IS NULL AND team_id = "));
+    query.push_bind(team_id);
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// Every live segment of the team, oldest first.
+pub async fn all(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<Segment>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM segments WHERE team_id = $1 AND deleted_at IS NULL ORDER BY id")))
+        .bind(team_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// Renames a segment; `None` when it is not the team's live one. A name another live segment
+/// has fails with the database's unique violation.
+pub async fn rename(conn: &mut PgConnection, team_id: Uuid, id: Uuid, name: &str) -> sqlx::Result<Option<Segment>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "UPDATE segments SET name = $3 WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING {COLUMNS}"
+    )))
+    .bind(team_id)
+    .bind(id)
+    .bind(name)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Retires a segment and drops its explicit members; whether it was the team's live one.
+pub async fn retire(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "WITH retired AS (UPDATE segments SET deleted_at = now() WHERE team_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id)
+         , gone AS (DELETE FROM segment_members WHERE segment_id IN (SELECT id FROM retired))
+         SELECT count(*) FROM retired",
+    )
+    .bind(team_id)
+    .bind(id)
+    .fetch_one(conn)
+    .await?;
+    Ok(sqlx::Row::get::<i64, _>(&done, 0) == 1)
+}
+
+/// Which of these ids are the team's live segments.
+pub async fn live_ids(conn: &mut PgConnection, team_id: Uuid, ids: &[Uuid]) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar("SELECT id FROM segments WHERE team_id = $1 AND id = ANY($2) AND deleted_at IS NULL")
+        .bind(team_id)
+        .bind(ids)
+        .fetch_all(conn)
+        .await
+}
+
+/// Adds contacts to segments explicitly (every pair; existing memberships stay).
+pub async fn add_members(conn: &mut PgConnection, segment_ids: &[Uuid], contact_ids: &[Uuid]) -> sqlx::Result<()> {
+    if segment_ids.is_empty() || contact_ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO segment_members (segment_id, contact_id)
+         SELECT s, c FROM unnest($1::uuid[]) AS s CROSS JOIN unnest($2::uuid[]) AS c ON CONFLICT DO NOTHING",
+    )
+    .bind(segment_ids)
+    .bind(contact_ids)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Removes an explicit membership; whether there was one.
+pub async fn remove_member(conn: &mut PgConnection, segment_id: Uuid, contact_id: Uuid) -> sqlx::Result<bool> {
+    let done = sqlx::query("DELETE FROM segment_members WHERE segment_id = $1 AND contact_id = $2")
+        .bind(segment_id)
+        .bind(contact_id)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Checks a filter against the team's properties and topics (`strict`: as a new filter; else
+/// as a stored one, whose property or topic may since have gone).
+pub async fn check_filter(conn: &mut PgConnection, team_id: Uuid, value: &Value, strict: bool) -> sqlx::Result<Result<Node, Vec<Problem>>> {
+    let (keys, topic_ids) = filter::references(value);
+    let properties: Vec<(String, String)> = sqlx::query_as("SELECT key, type FROM contact_properties WHERE team_id = $1 AND key = ANY($2)")
+        .bind(team_id)
+        .bind(&keys)
+        .fetch_all(&mut *conn)
+        .await?;
+    // Retired topics still compile in a stored filter; a new filter may name only live ones.
+    let topics: Vec<(Uuid, String)> =
+        sqlx::query_as("SELECT id, default_subscription FROM topics WHERE team_id = $1 AND id = ANY($2) AND (deleted_at IS NULL OR NOT $3)")
+            .bind(team_id)
+            .bind(&topic_ids)
+            .bind(strict)
+            .fetch_all(&mut *conn)
+            .await?;
+    let catalog = Catalog { properties: properties.into_iter().collect(), topics: topics.into_iter().collect() };
+    Ok(filter::parse(value, &catalog, strict))
+}
+
+/// A segment's membership, ready to put in a query.
+#[derive(Debug, Clone)]
+pub struct Membership {
+    pub segment_id: Uuid,
+    pub filter: Option<Node>,
+}
+
+/// Compiles a stored segment's membership.
+pub async fn membership(conn: &mut PgConnection, segment: &Segment) -> sqlx::Result<Membership> {
+    let filter = match &segment.filter {
+        Some(value) => check_filter(conn, segment.team_id, value, false).await?.ok(),
+        None => None,
+    };
+    Ok(Membership { segment_id: segment.id, filter })
+}
+
+impl Membership {
+    /// `(filter OR explicitly added)` over the contact `c`.
+    fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
+        query.push("(");
+        if let Some(filter) = &self.filter {
+            filter.push_sql(query);
+            query.push(" OR ");
+        }
+        query.push("EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ").push_bind(self.segment_id);
+        query.push(" AND m.contact_id = c.id))");
+    }
+}
+
+/// A page of a segment's members, newest first.
+pub async fn members(conn: &mut PgConnection, team_id: Uuid, membership: &Membership, page: &PageRequest) -> sqlx::Result<Page<Contact>> {
+    let mut query = QueryBuilder::new(format!("SELECT {CONTACT_COLUMNS} FROM contacts c WHERE c.team_id = "));
+    query.push_bind(team_id).push(" AND ");
+    membership.push_sql(&mut query);
+    page.push_to(&mut query, "c.id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// How many contacts a segment has now.
+pub async fn count_members(conn: &mut PgConnection, team_id: Uuid, membership: &Membership) -> sqlx::Result<i64> {
+    let mut query = QueryBuilder::new("SELECT count(*) FROM contacts c WHERE c.team_id = ");
+    query.push_bind(team_id).push(" AND ");
+    membership.push_sql(&mut query);
+    query.build_query_scalar().fetch_one(conn).await
+}
+
+/// Which of these memberships hold the contact, in one statement.
+pub async fn holding(conn: &mut PgConnection, contact_id: Uuid, memberships: &[Membership]) -> sqlx::Result<Vec<Uuid>> {
+    if memberships.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut query = QueryBuilder::new("SELECT s.id FROM contacts c CROSS JOIN LATERAL (VALUES ");
+    for (i, membership) in memberships.iter().enumerate() {
+        if i > 0 {
+            query.push(", ");
+        }
+        query.push("(").push_bind(membership.segment_id).push("::uuid, ").push(i as i64).push(", ");
+        membership.push_sql(&mut query);
+        query.push(")");
+    }
+    query.push(") AS s(id, position, member) WHERE c.id = ").push_bind(contact_id).push(" AND s.member ORDER BY s.position");
+    query.build_query_scalar().fetch_all(conn).await
+}
