@@ -1,10 +1,11 @@
-//! Housekeeping: request logs past their team's plan retention and idempotency records past
-//! their 24-hour replay window are deleted.
+//! Housekeeping: request logs past their team's plan retention, idempotency records past
+//! their 24-hour replay window, consent records past three years and import files seven days
+//! after their import finished are deleted.
 
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use schema::jobs::Housekeeping;
-use schema::store::{idempotency, request_logs};
+use schema::store::{contacts, idempotency, imports, request_logs};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
@@ -16,7 +17,14 @@ const BATCH: i64 = 5_000;
 pub struct Report {
     pub request_logs: u64,
     pub idempotency_records: u64,
+    pub consent_records: u64,
+    pub import_files: u64,
 }
+
+/// How long consent records are kept.
+pub const CONSENT_YEARS: i32 = 3;
+/// How long an import's file is kept after the import finished.
+pub const IMPORT_FILE_DAYS: i32 = 7;
 
 /// The job handler.
 pub async fn handle(_job: Housekeeping, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<Report, BoxDynError> {
@@ -41,5 +49,13 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.idempotency_records = idempotency::purge_expired(&mut conn).await?;
+    loop {
+        let deleted = contacts::purge_consents(&mut conn, CONSENT_YEARS, BATCH).await?;
+        report.consent_records += deleted;
+        if deleted < BATCH as u64 {
+            break;
+        }
+    }
+    report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
     Ok(report)
 }

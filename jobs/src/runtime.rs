@@ -6,7 +6,7 @@ use crate::deliver::Delivery;
 use crate::domains::DomainChecker;
 use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
 use apalis_postgres::{Config, PostgresStorage};
-use schema::jobs::{Deliver, DomainSweep, Housekeeping, Job, ResolveAmbiguous};
+use schema::jobs::{Deliver, DomainSweep, Housekeeping, ImportContacts, Job, ResolveAmbiguous};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -87,6 +87,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, DomainSweep, concurrency, crate::domains::handle_sweep, [checker]);
     let monitor = queue_worker!(monitor, pool, Deliver, deliver_concurrency, crate::deliver::handle, [delivery]);
     let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
+    let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

@@ -63,8 +63,19 @@ impl Job for ResolveAmbiguous {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Processes one CSV import of contacts, in batches; a rerun resumes after the rows done.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ImportContacts {
+    pub import_id: uuid::Uuid,
+}
+
+impl Job for ImportContacts {
+    const QUEUE: &'static str = "import_contacts";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Every queue Herald runs, for operators.
-pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE];
+pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE, ImportContacts::QUEUE];
 
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {

@@ -5,6 +5,7 @@ pub mod domain;
 pub mod email;
 pub mod filter;
 pub mod ids;
+pub mod import;
 pub mod jobs;
 pub mod model;
 pub mod net;

@@ -1,6 +1,7 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
 pub mod api_keys;
+pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
 pub mod domains;
@@ -62,6 +63,7 @@ apis!(
     emails::EmailsApi,
     email_shares::EmailSharesApi,
     suppressions::SuppressionsApi,
+    contact_imports::ContactImportsApi,
     contacts::ContactsApi,
     contact_properties::ContactPropertiesApi,
     topics::TopicsApi,

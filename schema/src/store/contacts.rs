@@ -254,3 +254,16 @@ pub async fn delete_property(conn: &mut PgConnection, team_id: Uuid, property: &
     sqlx::query("DELETE FROM contact_properties WHERE id = $1").bind(property.id).execute(conn).await?;
     Ok(())
 }
+
+/// Deletes up to `batch` consent records older than `years`; how many.
+pub async fn purge_consents(conn: &mut PgConnection, years: i32, batch: i64) -> sqlx::Result<u64> {
+    let done = sqlx::query(
+        "DELETE FROM consent_records WHERE id IN (
+             SELECT id FROM consent_records WHERE created_at < now() - make_interval(years => $1) LIMIT $2)",
+    )
+    .bind(years)
+    .bind(batch)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}

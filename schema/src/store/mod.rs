@@ -9,6 +9,7 @@ pub mod domains;
 pub mod emails;
 pub mod events;
 pub mod idempotency;
+pub mod imports;
 pub mod jobs;
 pub mod request_logs;
 pub mod segments;
