@@ -53,7 +53,9 @@ impl Application {
             .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
         let checker = config.domain_checker()?;
         let fetcher = crate::send::Fetcher::from_config(&config)?;
-        let state = AppState { pool, relaxed, config, logs, checker, fetcher };
+        let fresh: [u8; 32] = rand::random();
+        let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
+        let state = AppState { pool, relaxed, config, logs, checker, fetcher, link_key: std::sync::Arc::new(link_key) };
         Ok(Self { acceptor, port, state, log_task })
     }
 

@@ -1,5 +1,5 @@
-//! The gateway every request passes through, in this order: User-Agent, routing (404/405 from
-//! the operation table), credential, rate limit, permission, the handler; then errors become
+//! The gateway every request passes through, in this order: routing (404/405 from the
+//! operation table), User-Agent (not for hosted pages), credential, rate limit, permission, the handler; then errors become
 //! the public JSON error, the rate-limit headers are set and the call is logged.
 
 use crate::error::{ApiError, json_response};
@@ -107,12 +107,6 @@ impl<E: Endpoint> Gateway<E> {
             handled
         };
 
-        if req.header(header::USER_AGENT).is_none_or(|ua| ua.trim().is_empty()) {
-            let mut error = ApiError::new(StatusCode::FORBIDDEN, "validation_error", "The `User-Agent` header is required.");
-            error.code = Some(1010);
-            return answer(handled, error);
-        }
-
         let (path, query) = normalize(req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"));
         let routing = if operations::UNLISTED_PUBLIC_PATHS.contains(&path.as_str()) && req.method() == Method::GET {
             None
@@ -123,6 +117,14 @@ impl<E: Endpoint> Gateway<E> {
             Some(Routing::Found(operation)) => Some(operation),
             _ => None,
         };
+        // People's browsers and mail clients reach the hosted pages; only API callers must
+        // name themselves.
+        let hosted_page = operation.is_some_and(|o| operations::HOSTED_PAGES.contains(&o.id));
+        if !hosted_page && req.header(header::USER_AGENT).is_none_or(|ua| ua.trim().is_empty()) {
+            let mut error = ApiError::new(StatusCode::FORBIDDEN, "validation_error", "The `User-Agent` header is required.");
+            error.code = Some(1010);
+            return answer(handled, error);
+        }
         handled.operation = operation;
         let needs_key = operation.is_some_and(|o| o.access != Access::Public);
         let bearer = bearer_token(&req);

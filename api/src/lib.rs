@@ -6,6 +6,7 @@ pub mod body;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod form;
 pub mod gateway;
 pub mod idempotency;
 pub mod openapi_doc;

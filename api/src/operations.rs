@@ -84,6 +84,10 @@ pub static OPERATIONS: &[Operation] = &[
     read("share-email", Method::POST, "/emails/{email_id}/share"),
     read("revoke-email-shares", Method::DELETE, "/emails/{email_id}/share"),
     op("view-shared-email", Method::GET, "/share/{token}", Access::Public),
+    op("view-preferences", Method::GET, "/preferences/{token}", Access::Public),
+    op("save-preferences", Method::POST, "/preferences/{token}", Access::Public),
+    op("view-unsubscribe", Method::GET, "/unsubscribe/{token}", Access::Public),
+    op("one-click-unsubscribe", Method::POST, "/unsubscribe/{token}", Access::Public),
     op("create-suppression", Method::POST, "/suppressions", Access::FullAccess),
     op("batch-add-suppressions", Method::POST, "/suppressions/batch/add", Access::FullAccess),
     op("list-suppressions", Method::GET, "/suppressions", Access::FullAccess),
@@ -150,6 +154,9 @@ pub enum Routing {
     WrongMethod,
     NotFound,
 }
+
+/// The pages people reach from links (browsers and mail clients), which need no User-Agent.
+pub const HOSTED_PAGES: &[&str] = &["view-shared-email", "view-preferences", "save-preferences", "view-unsubscribe", "one-click-unsubscribe"];
 
 /// Finds the operation for a method and path (without the `/api/v1` prefix). Literal segments
 /// win over `{parameters}`, so `/domains/claim` beats `/domains/{id}`.

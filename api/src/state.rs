@@ -20,6 +20,15 @@ pub struct AppState {
     pub checker: jobs::domains::DomainChecker,
     /// Fetches attachment `path`s.
     pub fetcher: crate::send::Fetcher,
+    /// Signs the hosted preference and unsubscribe links (made once, shared by every process).
+    pub link_key: std::sync::Arc<Vec<u8>>,
+}
+
+impl AppState {
+    /// The hosted page of a signed link: `preferences` or `unsubscribe`.
+    pub fn link_url(&self, page: &str, link: schema::links::Link) -> String {
+        format!("{}/{page}/{}", self.config.public_url.trim_end_matches('/'), schema::links::token(&self.link_key, link))
+    }
 }
 
 /// The authenticated caller of a request, placed in the request by the gateway.

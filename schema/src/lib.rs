@@ -7,6 +7,7 @@ pub mod filter;
 pub mod ids;
 pub mod import;
 pub mod jobs;
+pub mod links;
 pub mod model;
 pub mod net;
 pub mod page;

@@ -96,7 +96,15 @@ pub struct ContactView {
     pub unsubscribed: bool,
     pub created_at: DateTime<Utc>,
     /// Property values (retrieve only).
+    #[oai(skip_serializing_if_is_none)]
     pub properties: Option<Value>,
+    /// The contact's signed link to its hosted preference page (retrieve only).
+    #[oai(skip_serializing_if_is_none)]
+    pub preferences_url: Option<String>,
+    /// The contact's signed RFC 8058 one-click unsubscribe link (retrieve only): a `POST` with
+    /// `List-Unsubscribe=One-Click` unsubscribes; a `GET` shows a page to confirm.
+    #[oai(skip_serializing_if_is_none)]
+    pub unsubscribe_url: Option<String>,
 }
 
 /// A page of contacts. Paging ends with an empty page.
@@ -148,9 +156,9 @@ impl ContactsApi {
             }
         };
         if newly_unsubscribed {
-            consent(&mut tx, &contact, None, "unsubscribed").await?;
+            consent(&mut tx, &contact, None, "unsubscribed", &Origin::api()).await?;
         }
-        crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics").await?;
+        crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics", &Origin::api()).await?;
         segments::add_members(&mut tx, &segment_ids, &[contact.id]).await?;
         emit(&mut tx, &contact, event_type).await?;
         tx.commit().await?;
@@ -192,7 +200,12 @@ impl ContactsApi {
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactView>> {
         let key = contact_key(&contact.0)?;
         let found = contacts::find(&mut *state.pool.acquire().await?, caller.team_id, &key, false).await?;
-        Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Contact"))?, true)))
+        let found = found.ok_or_else(|| ApiError::not_found("Contact"))?;
+        let link = schema::links::Link { contact_id: found.id, topic_id: None };
+        let mut full = view(found, true);
+        full.preferences_url = Some(state.link_url("preferences", link));
+        full.unsubscribe_url = Some(state.link_url("unsubscribe", link));
+        Ok(Json(full))
     }
 
     /// Update a contact. `unsubscribed` changes write consent records; `properties` merge by
@@ -231,7 +244,7 @@ impl ContactsApi {
         };
         let after = contacts::update(&mut tx, before.id, &fields).await?;
         if unsubscribed != before.unsubscribed {
-            consent(&mut tx, &after, None, if unsubscribed { "unsubscribed" } else { "subscribed" }).await?;
+            consent(&mut tx, &after, None, if unsubscribed { "unsubscribed" } else { "subscribed" }, &Origin::api()).await?;
         }
         emit(&mut tx, &after, "contact.updated").await?;
         tx.commit().await?;
@@ -359,18 +372,33 @@ async fn typed_properties(
     Ok(Value::Object(current))
 }
 
-/// Records a choice made through the API: `subscribed`/`unsubscribed`, or a topic's
-/// `opt_in`/`opt_out`.
-pub async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, topic_id: Option<Uuid>, choice: &'static str) -> ApiResult<()> {
+/// Where a choice was made, for its consent record.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// `api`, `import`, `preference_page` or `one_click`.
+    pub source: &'static str,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+}
+
+impl Origin {
+    /// A call to the API (no address or agent of the person is known).
+    pub fn api() -> Origin {
+        Origin { source: "api", ip_address: None, user_agent: None }
+    }
+}
+
+/// Records a choice: `subscribed`/`unsubscribed`, or a topic's `opt_in`/`opt_out`.
+pub async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, topic_id: Option<Uuid>, choice: &'static str, origin: &Origin) -> ApiResult<()> {
     let record = Consent {
         team_id: contact.team_id,
         contact_id: contact.id,
         email: &contact.email,
         topic_id,
         choice,
-        source: "api",
-        ip_address: None,
-        user_agent: None,
+        source: origin.source,
+        ip_address: origin.ip_address.clone(),
+        user_agent: origin.user_agent.clone(),
     };
     contacts::record_consent(conn, &record).await?;
     Ok(())
@@ -392,5 +420,7 @@ fn view(contact: Contact, full: bool) -> ContactView {
         unsubscribed: contact.unsubscribed,
         created_at: contact.created_at,
         properties: full.then_some(contact.properties),
+        preferences_url: None,
+        unsubscribe_url: None,
     }
 }

@@ -10,6 +10,7 @@ pub mod emails;
 pub mod health;
 pub mod logs;
 pub mod pages;
+pub mod preferences;
 pub mod segments;
 pub mod suppressions;
 pub mod topics;
@@ -70,6 +71,7 @@ apis!(
     segments::SegmentsApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
+    preferences::PreferencesApi,
 );
 
 /// A path's id; anything that is not an id answers 404 like a missing `what`.

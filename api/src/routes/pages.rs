@@ -33,12 +33,20 @@ pub enum PageResponse {
     NotFound(Html<String>, #[oai(header = "cache-control")] String),
 }
 
+/// A page whose forms post back to Herald.
+const FORM_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
 impl PageResponse {
     fn page(html: String) -> Self {
         PageResponse::Ok(Html(html), PAGE_POLICY.into(), "no-store".into(), "no-referrer".into(), "noindex, nofollow".into())
     }
 
-    fn not_found() -> Self {
+    /// A page holding a form that posts back here.
+    pub fn form_page(title: &str, body: &str) -> Self {
+        PageResponse::Ok(Html(document(title, body)), FORM_POLICY.into(), "no-store".into(), "no-referrer".into(), "noindex, nofollow".into())
+    }
+
+    pub fn not_found() -> Self {
         PageResponse::NotFound(
             Html(document("Link not found", "<main><h1>This link does not work</h1><p>It may have expired or been revoked. Ask the sender for a new one.</p></main>")),
             "no-store".into(),
@@ -99,7 +107,7 @@ fn email_page(email: &emails::Email, recipients: &[emails::Recipient], attachmen
     document(&email.subject, &body)
 }
 
-fn document(title: &str, body: &str) -> String {
+pub fn document(title: &str, body: &str) -> String {
     format!(
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">\
          <meta name=\"robots\" content=\"noindex\"><title>{}</title><style>{STYLE}</style></head><body>{body}</body></html>",
@@ -111,7 +119,10 @@ const STYLE: &str = "body{font:16px/1.5 system-ui,sans-serif;margin:0;background
     main{max-width:760px;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:6px}\
     h1{font-size:1.4rem;margin:0 0 1rem}dl{display:grid;grid-template-columns:max-content 1fr;gap:.25rem 1rem;margin:0 0 1rem}\
     dt{font-weight:600}dd{margin:0;word-break:break-all}iframe{width:100%;min-height:60vh;border:1px solid #ddd}\
-    pre{white-space:pre-wrap}";
+    pre{white-space:pre-wrap}fieldset{border:1px solid #ddd;border-radius:6px;margin:0 0 1rem}\
+    label{display:block;margin:.5rem 0}small{display:block;color:#666;margin-left:1.6rem}\
+    button{font:inherit;padding:.5rem 1rem;border:0;border-radius:4px;background:#222;color:#fff;cursor:pointer}\
+    .notice{background:#eef7ee;border:1px solid #9c9;padding:.5rem 1rem;border-radius:4px}";
 
 /// Escapes text for HTML content and double-quoted attributes.
 pub fn escape(text: &str) -> String {

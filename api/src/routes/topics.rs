@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::routes::contacts::{consent, contact_key};
+use crate::routes::contacts::{Origin, consent, contact_key};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -237,7 +237,7 @@ impl TopicsApi {
         let key = contact_key(&contact.0)?;
         let mut tx = state.pool.begin().await?;
         let contact = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
-        apply_choices(&mut tx, &contact, &body.0, "topics").await?;
+        apply_choices(&mut tx, &contact, &body.0, "topics", &Origin::api()).await?;
         tx.commit().await?;
         Ok(Json(Updated { object: "contact".into(), id: contact.id.to_string() }))
     }
@@ -245,7 +245,7 @@ impl TopicsApi {
 
 /// Checks and records topic choices for a contact, with a consent record per change. `path`
 /// names the body field in errors.
-pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str) -> ApiResult<()> {
+pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
     let mut parsed = Vec::with_capacity(choices.len());
     let mut error: Option<ApiError> = None;
     for (i, choice) in choices.iter().enumerate() {
@@ -269,7 +269,7 @@ pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, cho
         return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's topics"));
     }
     for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
-        consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }).await?;
+        consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }, origin).await?;
     }
     Ok(())
 }

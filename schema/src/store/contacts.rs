@@ -115,6 +115,20 @@ pub async fn find(conn: &mut PgConnection, team_id: Uuid, key: &Key, lock: bool)
     query.build_query_as().fetch_optional(conn).await
 }
 
+/// A contact by id alone, for a signed link that names it.
+pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Contact>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM contacts WHERE id = $1 FOR UPDATE")))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Sets a contact's global opt-out.
+pub async fn set_unsubscribed(conn: &mut PgConnection, id: Uuid, unsubscribed: bool) -> sqlx::Result<()> {
+    sqlx::query("UPDATE contacts SET unsubscribed = $2, updated_at = now() WHERE id = $1").bind(id).bind(unsubscribed).execute(conn).await?;
+    Ok(())
+}
+
 /// A contact about to be written.
 #[derive(Debug, Clone)]
 pub struct ContactFields {

@@ -11,6 +11,7 @@ pub mod events;
 pub mod idempotency;
 pub mod imports;
 pub mod jobs;
+pub mod keys;
 pub mod request_logs;
 pub mod segments;
 pub mod schedule;
