@@ -63,6 +63,13 @@ pub enum TeamCommand {
         #[arg(long)]
         sandbox: Option<String>,
     },
+    /// Print a team's contacts for billing: { "team_id", "contacts", "billable_contacts",
+    /// "peak_billable_contacts" } (billable: subscribed to a topic, not suppressed).
+    Usage {
+        /// The team's id.
+        #[arg(long)]
+        team: uuid::Uuid,
+    },
 }
 
 /// Runs one command.
@@ -104,6 +111,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             );
             let updated = teams::get(&mut conn, team).await?.ok_or_else(|| anyhow::anyhow!("there is no team {team}"))?;
             println!("{}", json!({ "team_id": team, "plan": updated.plan_code, "sandbox_regions": updated.sandbox_regions }));
+            Ok(())
+        }
+        Command::Team { command: TeamCommand::Usage { team } } => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut conn = pool.acquire().await?;
+            anyhow::ensure!(teams::get(&mut conn, team).await?.is_some(), "there is no team {team}");
+            let contacts = schema::store::contacts::count(&mut conn, team).await?;
+            let (billable, peak) = schema::store::contacts::billable(&mut conn, team).await?;
+            println!("{}", json!({ "team_id": team, "contacts": contacts, "billable_contacts": billable, "peak_billable_contacts": peak }));
             Ok(())
         }
         Command::Jobs => {

@@ -1,6 +1,7 @@
 //! Housekeeping: request logs past their team's plan retention, idempotency records past
 //! their 24-hour replay window, consent records past three years and import files seven days
-//! after their import finished are deleted.
+//! after their import finished are deleted; and each team's billable contacts are sampled
+//! into its month's peak.
 
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
@@ -19,6 +20,8 @@ pub struct Report {
     pub idempotency_records: u64,
     pub consent_records: u64,
     pub import_files: u64,
+    /// Teams whose billable contacts were sampled into the month's peak.
+    pub billable_samples: u64,
 }
 
 /// How long consent records are kept.
@@ -37,7 +40,7 @@ pub async fn handle(_job: Housekeeping, pool: Data<PgPool>, id: PgTaskId, attemp
     }
 }
 
-/// Deletes everything past its retention.
+/// Deletes everything past its retention and samples billable contacts.
 pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
     let mut conn = pool.acquire().await?;
     let mut report = Report::default();
@@ -57,5 +60,6 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
+    report.billable_samples = contacts::record_billable_peaks(&mut conn).await?;
     Ok(report)
 }

@@ -98,3 +98,35 @@ async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_un
     assert_eq!(app.count("consent_records WHERE topic_id IS NOT NULL").await, 2);
     app.get("/contacts/nobody@example.com/topics").await.assert_error(404, "not_found");
 }
+
+#[tokio::test]
+async fn billable_contacts_are_subscribed_to_a_topic_and_neither_unsubscribed_nor_suppressed() {
+    let app = app().await;
+    let usage = || async {
+        let binary = tests::herald_binary();
+        let output = std::process::Command::new(binary)
+            .args(["team", "usage", "--team", &app.team_id.to_string()])
+            .env("DATABASE_URL", &app.database_url)
+            .env("HERALD_LOG", "error")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (printed["contacts"].as_i64().unwrap(), printed["billable_contacts"].as_i64().unwrap(), printed["peak_billable_contacts"].as_i64().unwrap())
+    };
+    for email in ["a@example.com", "b@example.com", "c@example.com", "d@example.com"] {
+        app.post("/contacts", json!({ "email": email })).await;
+    }
+    assert_eq!(usage().await, (4, 0, 0), "no topic, nobody billable");
+    let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out" })).await;
+    assert_eq!(usage().await.1, 0, "an opt-out default bills nobody");
+    app.patch("/contacts/a@example.com/topics", json!([{ "id": offers, "subscription": "opt_in" }])).await;
+    topic(&app, json!({ "name": "News", "default_subscription": "opt_in" })).await;
+    assert_eq!(usage().await.1, 4, "an opt-in default bills everyone");
+    app.patch("/contacts/b@example.com", json!({ "unsubscribed": true })).await;
+    app.post("/suppressions", json!({ "email": "c@example.com" })).await;
+    assert_eq!(usage().await.1, 2);
+    jobs::housekeeping::purge(&app.pool).await.unwrap();
+    app.delete("/contacts/d@example.com").await;
+    assert_eq!(usage().await, (3, 1, 2), "the month's peak is kept, sampled hourly and counting now");
+}
