@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use uuid::Uuid;
 
 /// Rows written per transaction.
-pub const BATCH_ROWS: usize = 5_000;
+pub const BATCH_ROWS: usize = 10_000;
 
 /// The job handler.
 pub async fn handle(job: ImportContacts, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
@@ -56,6 +56,7 @@ pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
     // Properties the upload declared stay declared even if one was deleted meanwhile.
     let keys: Vec<(String, &'static str)> = import.column_map.properties.iter().map(|(k, p)| (k.clone(), import::property_type(&p.kind))).collect();
     contacts::declare(&mut conn, import.team_id, &keys).await?;
+    let declared: HashMap<String, String> = contacts::properties(&mut conn, import.team_id).await?.into_iter().map(|p| (p.key, p.kind)).collect();
     drop(conn);
 
     let topics: Vec<(Uuid, String)> = serde_json::from_value::<Vec<Value>>(import.topics.clone())?
@@ -74,91 +75,117 @@ pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
         if batch.is_empty() {
             break;
         }
-        write_batch(pool, &import, &positions, &topics, &batch).await?;
+        write_batch(pool, &import, &positions, &declared, &topics, &batch).await?;
     }
     imports::finish(&mut *pool.acquire().await?, import_id, None).await?;
     Ok(())
 }
 
-/// Writes one batch and its progress in one transaction.
-async fn write_batch(pool: &PgPool, import: &Import, at: &Positions, topics: &[(Uuid, String)], batch: &[(i64, csv::ByteRecord)]) -> anyhow::Result<()> {
-    let mut progress = Progress { rows: batch.len() as i64, ..Progress::default() };
-    let mut read: Vec<(i64, Fields)> = Vec::with_capacity(batch.len());
-    for (row, record) in batch {
-        match import::fields(record, at) {
-            Ok(fields) => read.push((*row, fields)),
-            Err((email, failure)) => fail(&mut progress, *row, &email, failure.reason, &failure.message),
-        }
-    }
-    let mut tx = pool.begin().await?;
-    let limit = contacts::lock_limit(&mut tx, import.team_id).await?;
-    let mut room = match limit {
-        Some(limit) => (limit as i64 - contacts::count(&mut tx, import.team_id).await?).max(0),
-        None => i64::MAX,
-    };
-    let declared: HashMap<String, String> = contacts::properties(&mut tx, import.team_id).await?.into_iter().map(|p| (p.key, p.kind)).collect();
-    let emails: Vec<String> = read.iter().map(|(_, f)| f.email.clone()).collect();
-    let existing = imports::existing(&mut tx, import.team_id, &emails).await?;
+/// Writes one batch and its progress in one transaction. New addresses are inserted in one
+/// statement without a lookup first (the unique index finds the existing ones); only when the
+/// plan's contact limit could be reached are addresses looked up before, so that the rows past
+/// the limit fail in file order.
+async fn write_batch(
+    pool: &PgPool,
+    import: &Import,
+    at: &Positions,
+    declared: &HashMap<String, String>,
+    topics: &[(Uuid, String)],
+    batch: &[(i64, csv::ByteRecord)],
+) -> anyhow::Result<()> {
     let upsert = import.on_conflict == "upsert";
-
-    let (mut new_rows, mut updates): (Vec<Row>, Vec<Row>) = (Vec::new(), Vec::new());
-    // Address to (is new, index) for rows already taken in this batch.
-    let mut seen: HashMap<String, (bool, usize)> = HashMap::new();
-    let mut unsubscribes: Vec<(Uuid, String)> = Vec::new();
-    for (row, fields) in read {
-        if let Some((key, kind)) = fields.properties.iter().find_map(|(k, v)| mismatched(&declared, k, v).map(|kind| (k.clone(), kind))) {
-            fail(&mut progress, row, &fields.email, "type_mismatch", &format!("{key} must be a {kind}"));
-            continue;
-        }
-        if let Some((is_new, index)) = seen.get(&fields.email).copied() {
-            if !upsert {
-                progress.skipped += 1;
+    let mut progress = Progress { rows: batch.len() as i64, ..Progress::default() };
+    // One row per address: a later row for an address merges into the first on `upsert`
+    // (counted as an update) and is skipped on `skip`.
+    let mut rows: Vec<(i64, Row)> = Vec::with_capacity(batch.len());
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(batch.len());
+    for (row, record) in batch {
+        let fields = match import::fields(record, at) {
+            Ok(fields) => fields,
+            Err((email, failure)) => {
+                fail(&mut progress, *row, &email, failure.reason, &failure.message);
                 continue;
             }
-            let target = if is_new { &mut new_rows[index] } else { &mut updates[index] };
-            if fields.unsubscribed == Some(true) && !target.unsubscribed {
-                unsubscribes.push((target.id, target.email.clone()));
-            }
-            merge(target, fields);
-            progress.updated += 1;
+        };
+        if let Some((key, kind)) = fields.properties.iter().find_map(|(k, v)| mismatched(declared, k, v).map(|kind| (k.clone(), kind))) {
+            fail(&mut progress, *row, &fields.email, "type_mismatch", &format!("{key} must be a {kind}"));
             continue;
         }
-        match existing.get(&fields.email) {
-            Some(found) if upsert => {
-                if fields.unsubscribed == Some(true) && !found.unsubscribed {
-                    unsubscribes.push((found.id, fields.email.clone()));
-                }
-                seen.insert(fields.email.clone(), (false, updates.len()));
-                updates.push(row_of(found.id, fields));
+        match seen.get(&fields.email) {
+            Some(&index) if upsert => {
+                merge(&mut rows[index].1, fields);
                 progress.updated += 1;
             }
             Some(_) => progress.skipped += 1,
-            None if room <= 0 => fail(&mut progress, row, &fields.email, "contact_limit", "Contact limit reached."),
             None => {
-                room -= 1;
-                let created = row_of(schema::ids::new_id(), fields);
-                if created.unsubscribed {
-                    unsubscribes.push((created.id, created.email.clone()));
-                }
-                seen.insert(created.email.clone(), (true, new_rows.len()));
-                new_rows.push(created);
-                progress.created += 1;
+                seen.insert(fields.email.clone(), rows.len());
+                rows.push((*row, row_of(schema::ids::new_id(), fields)));
             }
         }
     }
-    let written: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, &new_rows).await?.into_iter().collect();
-    // An address created by someone else since the lookup is left to them.
-    let raced: HashSet<Uuid> = new_rows.iter().map(|r| r.id).filter(|id| !written.contains(id)).collect();
-    progress.created -= raced.len() as i64;
-    progress.skipped += raced.len() as i64;
-    imports::update_contacts(&mut tx, &updates).await?;
-    let touched: Vec<(Uuid, String)> =
-        new_rows.iter().filter(|r| !raced.contains(&r.id)).chain(updates.iter()).map(|r| (r.id, r.email.clone())).collect();
-    unsubscribes.retain(|(id, _)| !raced.contains(id));
+
+    let mut tx = pool.begin().await?;
+    let limit = contacts::lock_limit(&mut tx, import.team_id).await?;
+    let room = match limit {
+        Some(limit) => (limit as i64 - contacts::count(&mut tx, import.team_id).await?).max(0),
+        None => i64::MAX,
+    };
+    let mut existing = HashMap::new();
+    let candidates: Vec<Row> = if room >= rows.len() as i64 {
+        rows.into_iter().map(|(_, row)| row).collect()
+    } else {
+        let emails: Vec<String> = rows.iter().map(|(_, r)| r.email.clone()).collect();
+        existing = imports::existing(&mut tx, import.team_id, &emails).await?;
+        let mut left = room;
+        let mut kept = Vec::with_capacity(rows.len());
+        for (row, candidate) in rows {
+            if existing.contains_key(&candidate.email) {
+                kept.push(candidate);
+            } else if left > 0 {
+                left -= 1;
+                kept.push(candidate);
+            } else {
+                fail(&mut progress, row, &candidate.email, "contact_limit", "Contact limit reached.");
+            }
+        }
+        kept
+    };
+    let fresh: Vec<Row> = candidates.iter().filter(|r| !existing.contains_key(&r.email)).cloned().collect();
+    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, &fresh).await?.into_iter().collect();
+    let (created, conflicts): (Vec<Row>, Vec<Row>) = candidates.into_iter().partition(|r| inserted.contains(&r.id));
+    progress.created += created.len() as i64;
+
+    let mut updates = Vec::new();
+    let mut unsubscribes: Vec<(Uuid, String)> = created.iter().filter(|r| r.unsubscribed).map(|r| (r.id, r.email.clone())).collect();
+    if upsert && !conflicts.is_empty() {
+        let missing: Vec<String> = conflicts.iter().filter(|r| !existing.contains_key(&r.email)).map(|r| r.email.clone()).collect();
+        if !missing.is_empty() {
+            existing.extend(imports::existing(&mut tx, import.team_id, &missing).await?);
+        }
+        for mut row in conflicts {
+            // Gone since: erased by someone else mid-import.
+            let Some(found) = existing.get(&row.email) else {
+                progress.skipped += 1;
+                continue;
+            };
+            row.id = found.id;
+            if row.unsubscribed && !found.unsubscribed {
+                unsubscribes.push((row.id, row.email.clone()));
+            }
+            updates.push(row);
+        }
+        progress.updated += updates.len() as i64;
+        imports::update_contacts(&mut tx, &updates).await?;
+    } else {
+        progress.skipped += conflicts.len() as i64;
+    }
+
+    let touched: Vec<(Uuid, String)> = created.iter().chain(updates.iter()).map(|r| (r.id, r.email.clone())).collect();
     imports::record_unsubscribes(&mut tx, import.team_id, &unsubscribes).await?;
     imports::choose_topics(&mut tx, import.team_id, &touched, topics).await?;
     let ids: Vec<Uuid> = touched.iter().map(|(id, _)| *id).collect();
     segments::add_members(&mut tx, &import.segment_ids, &ids).await?;
+    progress.failures.sort_by_key(|f| f["row"].as_i64());
     imports::record_progress(&mut tx, import.id, &progress).await?;
     tx.commit().await?;
     Ok(())

@@ -180,10 +180,14 @@ impl Parser<'_> {
             };
             let nodes: Vec<Option<Node>> = items.iter().enumerate().map(|(i, item)| self.node(item, &format!("{path}[{i}]"), depth + 1)).collect();
             let nodes: Option<Vec<Node>> = nodes.into_iter().collect();
-            return nodes.map(|nodes| match group {
-                "all" => Node::All(nodes),
-                "any" => Node::Any(nodes),
-                _ => Node::Not(nodes),
+            return nodes.map(|mut nodes| {
+                // Cheap tests first: PostgreSQL evaluates them in order and stops early.
+                nodes.sort_by_key(Node::cost);
+                match group {
+                    "all" => Node::All(nodes),
+                    "any" => Node::Any(nodes),
+                    _ => Node::Not(nodes),
+                }
             });
         }
         if depth == 0 {
@@ -325,6 +329,18 @@ fn date(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 impl Node {
+    /// A rank of how much a test costs per contact: columns, then properties, then groups and
+    /// topic lookups.
+    fn cost(&self) -> u8 {
+        match self {
+            Node::Field { target: Target::Email | Target::Name(_) | Target::Unsubscribed | Target::CreatedAt, .. } => 0,
+            Node::Field { target: Target::Property { kind: Kind::String | Kind::Boolean | Kind::Date, .. }, .. } => 1,
+            Node::Field { .. } => 2,
+            Node::All(_) | Node::Any(_) | Node::Not(_) => 3,
+            Node::Topic { .. } => 4,
+        }
+    }
+
     /// Appends this filter as one SQL condition over the contact `c`. String comparisons
     /// ignore case; a missing value never equals anything and always differs (`neq` matches).
     pub fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
@@ -383,7 +399,8 @@ fn push_value(query: &mut QueryBuilder<Postgres>, target: &Target, value: &Value
 }
 
 fn push_condition(query: &mut QueryBuilder<Postgres>, target: &Target, op: Op, value: &Value) {
-    let text = matches!(target, Target::Email | Target::Name(_) | Target::Property { kind: Kind::String, .. });
+    // Addresses are stored lower-case already.
+    let text = matches!(target, Target::Name(_) | Target::Property { kind: Kind::String, .. });
     let lhs = |query: &mut QueryBuilder<Postgres>| {
         if text {
             query.push("lower(");

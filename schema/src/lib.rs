@@ -26,14 +26,16 @@ pub use sqlx;
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Opens the shared pool. `synchronous_commit` stays on: a committed row survives a crash.
+/// JIT compilation is off: Herald's queries are short, and compiling a segment's filter costs
+/// more than evaluating it.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    open_pool(PgConnectOptions::from_str(url)?, max_connections).await
+    open_pool(PgConnectOptions::from_str(url)?.options([("jit", "off")]), max_connections).await
 }
 
 /// Opens a small pool for bookkeeping whose loss in a crash is harmless (rate-limit buckets,
 /// `last_used_at`): its commits do not wait for the WAL flush, which keeps them off the hot path.
 pub async fn connect_relaxed(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    open_pool(PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off")]), max_connections).await
+    open_pool(PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off"), ("jit", "off")]), max_connections).await
 }
 
 async fn open_pool(options: PgConnectOptions, max_connections: u32) -> anyhow::Result<PgPool> {

@@ -1,7 +1,7 @@
 //! Benchmarks of the audience, run by `scripts/bench contacts`:
-//! (a) import: a generated CSV of BENCH_CONTACTS (1,000,000) rows (about 45 MB) processed by
+//! (a) import: a generated CSV of BENCH_CONTACTS (1,000,000) rows (about 44 MB) processed by
 //!     the import job, printed as rows per second beside a PostgreSQL `COPY` of the same rows
-//!     into the same table in the same run. Goal: at least 50,000 rows/s.
+//!     into an empty table with the same columns and indexes, in the same run. Goal: at least 50,000 rows/s.
 //! (b) segment count: a three-condition filter (a string property, a number property and an
 //!     address match) counted over those contacts, best and median of 5. Goal: under 500 ms.
 
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 const PLANS: [&str; 4] = ["free", "pro", "team", "enterprise"];
 
 fn row(i: u64) -> (String, String, String, &'static str, u64, bool) {
-    (format!("user{i:07}@example{}.com", i % 50), format!("First{}", i % 997), format!("Last{}", i % 991), PLANS[(i % 4) as usize], 18 + i % 60, i % 3 == 0)
+    (format!("u{i:07}@example{}.com", i % 50), format!("F{}", i % 997), format!("L{}", i % 991), PLANS[(i % 4) as usize], 18 + i % 60, i % 3 == 0)
 }
 
 #[tokio::main]
@@ -24,7 +24,6 @@ async fn main() -> anyhow::Result<()> {
     let database_url = tests::fresh_database().await;
     let pool = schema::connect(&database_url, 4).await?;
     let (team_id, _) = api::cli::create_team(&pool, "Bench").await?;
-    let (copy_team, _) = api::cli::create_team(&pool, "Bench COPY").await?;
     sqlx::query("UPDATE teams SET plan_code = 'scale'").execute(&pool).await?;
 
     let mut csv = String::from("email,first_name,last_name,plan,age,vip\n");
@@ -33,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
         let (email, first, last, plan, age, vip) = row(i);
         writeln!(csv, "{email},{first},{last},{plan},{age},{vip}")?;
         let properties = json!({ "plan": plan, "age": age, "vip": vip }).to_string().replace('"', "\"\"");
-        writeln!(copy, "{},{copy_team},{email},{first},{last},\"{properties}\"", schema::ids::new_id())?;
+        writeln!(copy, "{},{team_id},{email},{first},{last},\"{properties}\"", schema::ids::new_id())?;
     }
     println!("== contact import ({count} rows, {:.1} MB CSV)", csv.len() as f64 / 1e6);
 
@@ -50,13 +49,17 @@ async fn main() -> anyhow::Result<()> {
     let done = imports::get(&mut *pool.acquire().await?, team_id, import_id).await?.expect("the import");
     anyhow::ensure!(done.status == "completed" && done.created == count as i64, "import ended {} with {} created", done.status, done.created);
 
-    let started = Instant::now();
+    // The same rows into an empty table shaped like `contacts` (same columns, indexes and
+    // constraints), so the segment count below reads only the imported contacts.
     let mut conn = pool.acquire().await?;
-    let mut writer = conn.copy_in_raw("COPY contacts (id, team_id, email, first_name, last_name, properties) FROM STDIN WITH (FORMAT csv)").await?;
+    sqlx::query("CREATE TABLE contacts_copy (LIKE contacts INCLUDING ALL)").execute(&mut *conn).await?;
+    let started = Instant::now();
+    let mut writer = conn.copy_in_raw("COPY contacts_copy (id, team_id, email, first_name, last_name, properties) FROM STDIN WITH (FORMAT csv)").await?;
     writer.send(copy.as_bytes()).await?;
     let copied = writer.finish().await?;
     let copy_time = started.elapsed();
     anyhow::ensure!(copied == count, "COPY wrote {copied} rows");
+    sqlx::query("DROP TABLE contacts_copy").execute(&mut *conn).await?;
 
     let rate = |d: Duration| count as f64 / d.as_secs_f64();
     println!("import job                 {:>9.0} rows/s   (goal >= 50000; {count} rows in {:.2} s)", rate(import_time), import_time.as_secs_f64());
