@@ -153,7 +153,9 @@ async fn bad_uploads_are_refused_and_write_nothing() {
     let app = app().await;
     app.post("/contact-properties", json!({ "key": "age", "type": "number" })).await;
     let good = "Email,Name\na@example.com,A\n";
-    let cases: Vec<(&str, Vec<(&str, String)>, u16, &str, &str)> = vec![
+    // (file, other parts, status, error name, first error path)
+    type Case<'a> = (&'a str, Vec<(&'a str, String)>, u16, &'a str, &'a str);
+    let cases: Vec<Case> = vec![
         ("\u{0}\u{1}PNG", vec![], 422, "validation_error", "file"),
         ("", vec![], 422, "validation_error", "file"),
         (good, vec![("column_map", json!({ "email": "E-mail" }).to_string())], 422, "validation_error", "column_map.email"),

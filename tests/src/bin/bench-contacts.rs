@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 const PLANS: [&str; 4] = ["free", "pro", "team", "enterprise"];
 
 fn row(i: u64) -> (String, String, String, &'static str, u64, bool) {
-    (format!("u{i:07}@example{}.com", i % 50), format!("F{}", i % 997), format!("L{}", i % 991), PLANS[(i % 4) as usize], 18 + i % 60, i % 3 == 0)
+    (format!("u{i:07}@example{}.com", i % 50), format!("F{}", i % 997), format!("L{}", i % 991), PLANS[(i % 4) as usize], 18 + i % 60, i.is_multiple_of(3))
 }
 
 #[tokio::main]
