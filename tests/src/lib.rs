@@ -125,6 +125,15 @@ impl TestApp {
         Self::spawn_with(|_| {}).await
     }
 
+    /// Starts Herald with a rate limit no test reaches (for tests making many calls).
+    pub async fn spawn_unthrottled() -> Self {
+        Self::spawn_with(|config| {
+            config.rate_limit_capacity = 1000;
+            config.rate_limit_refill = 1000.0;
+        })
+        .await
+    }
+
     /// Starts Herald with the configuration changed by `adjust`.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
         let database_url = fresh_database().await;

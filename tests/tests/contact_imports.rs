@@ -4,14 +4,6 @@
 use serde_json::{Value, json};
 use tests::{Answer, TestApp, eventually};
 
-async fn app() -> TestApp {
-    TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await
-}
-
 /// A `multipart/form-data` body built by hand: `(name, file name, content)`.
 fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     let boundary = "herald-test-boundary-7d1f";
@@ -47,7 +39,7 @@ async fn finished(app: &TestApp, id: &str) -> Value {
 
 #[tokio::test]
 async fn an_import_creates_updates_and_fails_rows_in_the_background_without_per_contact_events() {
-    let mut app = app().await;
+    let mut app = TestApp::spawn_unthrottled().await;
     let news = app.post("/topics", json!({ "name": "News", "default_subscription": "opt_out" })).await.body["id"].as_str().unwrap().to_string();
     let list = app.post("/segments", json!({ "name": "Imported" })).await.body["id"].as_str().unwrap().to_string();
     app.post("/contacts", json!({ "email": "old@example.com", "first_name": "Old", "properties": { "plan": "free" } })).await;
@@ -108,7 +100,7 @@ async fn an_import_creates_updates_and_fails_rows_in_the_background_without_per_
 
 #[tokio::test]
 async fn skip_leaves_existing_contacts_alone_and_rows_past_the_plan_limit_fail() {
-    let mut app = app().await;
+    let mut app = TestApp::spawn_unthrottled().await;
     app.post("/contacts", json!({ "email": "kept@example.com", "first_name": "Kept" })).await;
     let mut csv = String::from("email,first_name\nkept@example.com,Changed\n");
     for i in 0..1001 {
@@ -134,7 +126,7 @@ async fn skip_leaves_existing_contacts_alone_and_rows_past_the_plan_limit_fail()
 
 #[tokio::test]
 async fn a_resumed_import_starts_after_the_rows_already_committed() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let created = upload(&app, "email\na@example.com\nb@example.com\nc@example.com\n", &[]).await;
     let id: uuid::Uuid = created.body["id"].as_str().unwrap().parse().unwrap();
     // As if a worker died after committing the first row's batch.
@@ -150,7 +142,7 @@ async fn a_resumed_import_starts_after_the_rows_already_committed() {
 
 #[tokio::test]
 async fn bad_uploads_are_refused_and_write_nothing() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     app.post("/contact-properties", json!({ "key": "age", "type": "number" })).await;
     let good = "Email,Name\na@example.com,A\n";
     // (file, other parts, status, error name, first error path)
@@ -191,7 +183,7 @@ async fn bad_uploads_are_refused_and_write_nothing() {
 
 #[tokio::test]
 async fn housekeeping_deletes_import_files_after_seven_days_and_consent_records_after_three_years() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let created = upload(&app, "email\na@example.com\n", &[]).await;
     let id: uuid::Uuid = created.body["id"].as_str().unwrap().parse().unwrap();
     jobs::import_contacts::run(&app.pool, id).await.unwrap();

@@ -101,11 +101,7 @@ async fn unsubscribing_and_resubscribing_write_consent_records_kept_after_erasur
 
 #[tokio::test]
 async fn the_plan_contact_limit_and_bad_input_are_refused_and_write_nothing() {
-    let app = TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await;
+    let app = TestApp::spawn_unthrottled().await;
     sqlx::query("UPDATE plans SET contact_limit = 1 WHERE code = 'free'").execute(&app.pool).await.unwrap();
     let id = create(&app, json!({ "email": "a@example.com" })).await;
     let over = app.post("/contacts", json!({ "email": "b@example.com" })).await;
@@ -158,11 +154,7 @@ async fn a_sending_key_reads_contacts_but_cannot_write_them() {
 
 #[tokio::test]
 async fn contact_properties_are_declared_read_given_fallbacks_and_deleted_from_every_contact() {
-    let app = TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await;
+    let app = TestApp::spawn_unthrottled().await;
     let created = app.post("/contact-properties", json!({ "key": "plan", "type": "string", "fallback_value": "free" })).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let id = created.body["id"].as_str().unwrap().to_string();

@@ -7,14 +7,6 @@ use tests::TestApp;
 use tests::browser::Browser;
 use uuid::Uuid;
 
-async fn app() -> TestApp {
-    TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await
-}
-
 async fn created(app: &TestApp, path: &str, body: Value) -> String {
     let answer = app.post(path, body).await;
     assert_eq!(answer.status, 201, "{}", answer.body);
@@ -32,7 +24,7 @@ async fn contact_updates(app: &TestApp) -> i64 {
 
 #[tokio::test]
 async fn the_preference_page_saves_topic_choices_and_unsubscribes_in_a_browser_without_javascript() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let news = created(&app, "/topics", json!({ "name": "News", "default_subscription": "opt_in", "visibility": "public", "description": "Monthly digest" })).await;
     let offers = created(&app, "/topics", json!({ "name": "Offers", "default_subscription": "opt_out", "visibility": "public" })).await;
     let beta = created(&app, "/topics", json!({ "name": "Beta", "default_subscription": "opt_out" })).await;
@@ -90,7 +82,7 @@ async fn the_preference_page_saves_topic_choices_and_unsubscribes_in_a_browser_w
 
 #[tokio::test]
 async fn one_click_unsubscribe_takes_the_rfc_8058_post_and_refuses_bad_links() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let news = created(&app, "/topics", json!({ "name": "News", "default_subscription": "opt_in" })).await;
     let id: Uuid = created(&app, "/contacts", json!({ "email": "sam@example.com" })).await.parse().unwrap();
     let contact = app.get(&format!("/contacts/{id}")).await.body;

@@ -4,14 +4,6 @@
 use serde_json::{Value, json};
 use tests::TestApp;
 
-async fn app() -> TestApp {
-    TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await
-}
-
 async fn created(app: &TestApp, path: &str, body: Value) -> String {
     let answer = app.post(path, body).await;
     assert_eq!(answer.status, 201, "{}", answer.body);
@@ -44,7 +36,7 @@ async fn audience(app: &TestApp) -> String {
 
 #[tokio::test]
 async fn a_filter_is_evaluated_on_every_read_over_fields_properties_and_topics() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let news = audience(&app).await;
     let cases = [
         (json!({ "all": [{ "field": "properties.plan", "op": "eq", "value": "pro" }, { "field": "properties.age", "op": "gte", "value": 30 }] }),
@@ -83,7 +75,7 @@ async fn a_filter_is_evaluated_on_every_read_over_fields_properties_and_topics()
 
 #[tokio::test]
 async fn contacts_join_explicitly_and_stay_members_whatever_the_filter() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     audience(&app).await;
     let vips = created(&app, "/segments", json!({ "name": "VIPs", "filter": null })).await;
     let read = app.get(&format!("/segments/{vips}")).await.body;
@@ -127,7 +119,7 @@ async fn contacts_join_explicitly_and_stay_members_whatever_the_filter() {
 
 #[tokio::test]
 async fn segments_list_newest_first_rename_without_their_filter_and_retire_freeing_the_name() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let filter = json!({ "all": [{ "field": "email", "op": "contains", "value": "@" }] });
     let first = created(&app, "/segments", json!({ "name": "First", "filter": filter })).await;
     let second = created(&app, "/segments", json!({ "name": "Second" })).await;
@@ -168,7 +160,7 @@ async fn segments_list_newest_first_rename_without_their_filter_and_retire_freei
 
 #[tokio::test]
 async fn a_bad_filter_is_refused_with_one_error_per_condition_and_writes_nothing() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     audience(&app).await;
     let leaf = json!({ "field": "email", "op": "eq", "value": "a@b.c" });
     let twenty_one: Vec<Value> = (0..21).map(|_| leaf.clone()).collect();

@@ -4,14 +4,6 @@
 use serde_json::{Value, json};
 use tests::TestApp;
 
-async fn app() -> TestApp {
-    TestApp::spawn_with(|config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-    })
-    .await
-}
-
 async fn topic(app: &TestApp, body: Value) -> String {
     let created = app.post("/topics", body).await;
     assert_eq!(created.status, 201, "{}", created.body);
@@ -20,7 +12,7 @@ async fn topic(app: &TestApp, body: Value) -> String {
 
 #[tokio::test]
 async fn topics_have_unique_live_names_a_fixed_default_and_retire_freeing_the_name() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in", "description": "Monthly" })).await;
     let read = app.get(&format!("/topics/{news}")).await.body;
     assert_eq!((&read["visibility"], &read["default_subscription"]), (&json!("private"), &json!("opt_in")));
@@ -58,7 +50,7 @@ async fn topics_have_unique_live_names_a_fixed_default_and_retire_freeing_the_na
 
 #[tokio::test]
 async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_unsubscribed_overrides_all() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in" })).await;
     let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out" })).await;
     let created = app.post("/contacts", json!({ "email": "a@example.com", "topics": [{ "id": offers, "subscription": "opt_in" }] })).await;
@@ -101,7 +93,7 @@ async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_un
 
 #[tokio::test]
 async fn billable_contacts_are_subscribed_to_a_topic_and_neither_unsubscribed_nor_suppressed() {
-    let app = app().await;
+    let app = TestApp::spawn_unthrottled().await;
     let usage = || async {
         let binary = tests::herald_binary();
         let output = std::process::Command::new(binary)
