@@ -98,6 +98,7 @@ async fn contacts_join_explicitly_and_stay_members_whatever_the_filter() {
 
     let removed = app.delete(&format!("/contacts/bob@example.com/segments/{young}")).await;
     assert_eq!((removed.status, &removed.body["deleted"]), (200, &json!(true)));
+    assert_eq!(app.count("events WHERE type = 'contact.updated'").await, 0, "segment changes are not contact.updated");
     app.delete(&format!("/contacts/bob@example.com/segments/{young}")).await.assert_error(404, "not_found");
     app.delete(&format!("/contacts/cy@example.org/segments/{young}")).await.assert_error(404, "not_found");
     assert_eq!(member_emails(&app, &young).await, ["cy@example.org"], "a filter member stays one");
