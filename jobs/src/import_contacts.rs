@@ -63,6 +63,7 @@ pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
         .iter()
         .filter_map(|t| Some((t.get("id")?.as_str()?.parse().ok()?, t.get("subscription")?.as_str()?.to_string())))
         .collect();
+    let upsert = import.on_conflict == "upsert";
     let mut records = import::reader(&file).into_byte_records().skip(import.rows_done as usize);
     let mut row_number = import.rows_done + 1;
     loop {
@@ -75,28 +76,23 @@ pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
         if batch.is_empty() {
             break;
         }
-        write_batch(pool, &import, &positions, &declared, &topics, &batch).await?;
+        let read = read_batch(upsert, &positions, &declared, &batch);
+        write_batch(pool, &import, &topics, read).await?;
     }
     imports::finish(&mut *pool.acquire().await?, import_id, None).await?;
     Ok(())
 }
 
-/// Writes one batch and its progress in one transaction. New addresses are inserted in one
-/// statement without a lookup first (the unique index finds the existing ones); only when the
-/// plan's contact limit could be reached are addresses looked up before, so that the rows past
-/// the limit fail in file order.
-async fn write_batch(
-    pool: &PgPool,
-    import: &Import,
-    at: &Positions,
-    declared: &HashMap<String, String>,
-    topics: &[(Uuid, String)],
-    batch: &[(i64, csv::ByteRecord)],
-) -> anyhow::Result<()> {
-    let upsert = import.on_conflict == "upsert";
+/// A batch read: one row per address, and the rows already failed or merged.
+struct Read {
+    rows: Vec<(i64, Row)>,
+    progress: Progress,
+}
+
+/// Reads a batch's rows. A later row for an address merges into the first on `upsert`
+/// (counted as an update) and is skipped on `skip`.
+fn read_batch(upsert: bool, at: &Positions, declared: &HashMap<String, String>, batch: &[(i64, csv::ByteRecord)]) -> Read {
     let mut progress = Progress { rows: batch.len() as i64, ..Progress::default() };
-    // One row per address: a later row for an address merges into the first on `upsert`
-    // (counted as an update) and is skipped on `skip`.
     let mut rows: Vec<(i64, Row)> = Vec::with_capacity(batch.len());
     let mut seen: HashMap<String, usize> = HashMap::with_capacity(batch.len());
     for (row, record) in batch {
@@ -123,7 +119,16 @@ async fn write_batch(
             }
         }
     }
+    Read { rows, progress }
+}
 
+/// Writes one batch and its progress in one transaction. New addresses are inserted in one
+/// statement without a lookup first (the unique index finds the existing ones); only when the
+/// plan's contact limit could be reached are addresses looked up before, so that the rows past
+/// the limit fail in file order.
+async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], read: Read) -> anyhow::Result<()> {
+    let upsert = import.on_conflict == "upsert";
+    let Read { rows, mut progress } = read;
     let mut tx = pool.begin().await?;
     let limit = contacts::lock_limit(&mut tx, import.team_id).await?;
     let room = match limit {
