@@ -119,14 +119,14 @@ impl<E: Endpoint> Gateway<E> {
         };
         // People's browsers and mail clients reach the hosted pages; only API callers must
         // name themselves.
-        let hosted_page = operation.is_some_and(|o| operations::HOSTED_PAGES.contains(&o.id));
+        let hosted_page = operation.is_some_and(|o| o.access == Access::Page);
         if !hosted_page && req.header(header::USER_AGENT).is_none_or(|ua| ua.trim().is_empty()) {
             let mut error = ApiError::new(StatusCode::FORBIDDEN, "validation_error", "The `User-Agent` header is required.");
             error.code = Some(1010);
             return answer(handled, error);
         }
         handled.operation = operation;
-        let needs_key = operation.is_some_and(|o| o.access != Access::Public);
+        let needs_key = operation.is_some_and(|o| o.access.needs_credential());
         let bearer = bearer_token(&req);
 
         if needs_key || (routing.is_some() && operation.is_none() && bearer.is_some()) {

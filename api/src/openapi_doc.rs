@@ -1,7 +1,7 @@
 //! The OpenAPI document: generated from the typed handlers, upgraded to 3.1.0, given both
 //! server forms, and annotated per operation with `x-svc-*` from the operation table.
 
-use crate::operations::{self, Access};
+use crate::operations;
 use crate::routes::{self, Apis};
 use poem_openapi::OpenApiService;
 use serde_json::{Map, Value, json};
@@ -72,7 +72,7 @@ fn annotate(path: &str, operation: &mut Value) {
     if path.starts_with("/inbox") {
         fields.insert("x-svc-inbox-access".into(), entry.inbox_access.map_or(Value::Null, |a| json!(a)));
     }
-    if entry.access != Access::Public {
+    if entry.access.needs_credential() {
         fields.insert("security".into(), json!([{ "bearer": [] }]));
     }
 }

@@ -9,6 +9,9 @@ use poem::http::Method;
 pub enum Access {
     /// No credential (health, readiness, OAuth endpoints).
     Public,
+    /// A page for people, reached from a link Herald handed out: no credential, and no
+    /// User-Agent needed (mail clients' one-click posts need not send one).
+    Page,
     /// Any API key, `sending_access` included.
     SendingAccess,
     /// A `full_access` API key.
@@ -20,10 +23,15 @@ pub enum Access {
 }
 
 impl Access {
+    /// Whether a request must carry a key or token.
+    pub fn needs_credential(self) -> bool {
+        !matches!(self, Access::Public | Access::Page)
+    }
+
     /// The `x-svc-permission` value (`None` is JSON null).
     pub fn annotation(self) -> Option<&'static str> {
         match self {
-            Access::Public => Some("none"),
+            Access::Public | Access::Page => Some("none"),
             Access::SendingAccess => Some("sending_access"),
             Access::FullAccess => Some("full_access"),
             Access::Session => Some("session"),
@@ -83,11 +91,11 @@ pub static OPERATIONS: &[Operation] = &[
     read("get-email-metrics", Method::GET, "/emails/metrics"),
     read("share-email", Method::POST, "/emails/{email_id}/share"),
     read("revoke-email-shares", Method::DELETE, "/emails/{email_id}/share"),
-    op("view-shared-email", Method::GET, "/share/{token}", Access::Public),
-    op("view-preferences", Method::GET, "/preferences/{token}", Access::Public),
-    op("save-preferences", Method::POST, "/preferences/{token}", Access::Public),
-    op("view-unsubscribe", Method::GET, "/unsubscribe/{token}", Access::Public),
-    op("one-click-unsubscribe", Method::POST, "/unsubscribe/{token}", Access::Public),
+    op("view-shared-email", Method::GET, "/share/{token}", Access::Page),
+    op("view-preferences", Method::GET, "/preferences/{token}", Access::Page),
+    op("save-preferences", Method::POST, "/preferences/{token}", Access::Page),
+    op("view-unsubscribe", Method::GET, "/unsubscribe/{token}", Access::Page),
+    op("one-click-unsubscribe", Method::POST, "/unsubscribe/{token}", Access::Page),
     op("create-suppression", Method::POST, "/suppressions", Access::FullAccess),
     op("batch-add-suppressions", Method::POST, "/suppressions/batch/add", Access::FullAccess),
     op("list-suppressions", Method::GET, "/suppressions", Access::FullAccess),
@@ -154,9 +162,6 @@ pub enum Routing {
     WrongMethod,
     NotFound,
 }
-
-/// The pages people reach from links (browsers and mail clients), which need no User-Agent.
-pub const HOSTED_PAGES: &[&str] = &["view-shared-email", "view-preferences", "save-preferences", "view-unsubscribe", "one-click-unsubscribe"];
 
 /// Finds the operation for a method and path (without the `/api/v1` prefix). Literal segments
 /// win over `{parameters}`, so `/domains/claim` beats `/domains/{id}`.

@@ -54,7 +54,7 @@ pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
     let total = import::reader(&file).byte_records().count() as i64;
     imports::start(&mut conn, import_id, total).await?;
     // Properties the upload declared stay declared even if one was deleted meanwhile.
-    let keys: Vec<(String, &'static str)> = import.column_map.properties.iter().map(|(k, p)| (k.clone(), import::property_type(&p.kind))).collect();
+    let keys: Vec<(String, &'static str)> = import.column_map.properties.iter().map(|(k, p)| (k.clone(), schema::model::property_type(&p.kind))).collect();
     contacts::declare(&mut conn, import.team_id, &keys).await?;
     let declared: HashMap<String, String> = contacts::properties(&mut conn, import.team_id).await?.into_iter().map(|p| (p.key, p.kind)).collect();
     drop(conn);
@@ -155,8 +155,8 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
         }
         kept
     };
-    let fresh: Vec<Row> = candidates.iter().filter(|r| !existing.contains_key(&r.email)).cloned().collect();
-    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, &fresh).await?.into_iter().collect();
+    let fresh = candidates.iter().filter(|r| !existing.contains_key(&r.email));
+    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, fresh).await?.into_iter().collect();
     let (created, conflicts): (Vec<Row>, Vec<Row>) = candidates.into_iter().partition(|r| inserted.contains(&r.id));
     progress.created += created.len() as i64;
 
@@ -199,12 +199,7 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
 /// The declared type a value does not have, if it does not.
 fn mismatched<'a>(declared: &'a HashMap<String, String>, key: &str, value: &Value) -> Option<&'a str> {
     let kind = declared.get(key)?;
-    let fits = match kind.as_str() {
-        "number" => value.is_number(),
-        "boolean" => value.is_boolean(),
-        _ => value.is_string(),
-    };
-    (!fits).then_some(kind.as_str())
+    (schema::model::property_kind(value) != Some(kind.as_str())).then_some(kind.as_str())
 }
 
 fn fail(progress: &mut Progress, row: i64, email: &str, reason: &str, message: &str) {

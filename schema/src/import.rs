@@ -130,15 +130,6 @@ pub fn fields(record: &csv::ByteRecord, at: &Positions) -> Result<Fields, (Strin
     Ok(Fields { email, first_name, last_name, unsubscribed, properties })
 }
 
-/// The property type named `name` (`string` for anything else).
-pub fn property_type(name: &str) -> &'static str {
-    match name {
-        "number" => "number",
-        "boolean" => "boolean",
-        _ => "string",
-    }
-}
-
 fn boolean(text: &str) -> Option<bool> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" | "y" => Some(true),

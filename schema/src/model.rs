@@ -79,6 +79,25 @@ pub fn next_unlock(tier: i16) -> Option<&'static str> {
     }
 }
 
+/// The contact property type (`string`, `number`, `boolean`) a JSON value has, if any.
+pub fn property_kind(value: &serde_json::Value) -> Option<&'static str> {
+    match value {
+        serde_json::Value::String(_) => Some("string"),
+        serde_json::Value::Number(_) => Some("number"),
+        serde_json::Value::Bool(_) => Some("boolean"),
+        _ => None,
+    }
+}
+
+/// The contact property type named `name` (`string` for anything else).
+pub fn property_type(name: &str) -> &'static str {
+    match name {
+        "number" => "number",
+        "boolean" => "boolean",
+        _ => "string",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use crate::routes::segments::segment_ids;
+use crate::routes::topics::{TopicChoice, checked_choices};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -17,7 +18,6 @@ use schema::import::{self, Positions};
 use schema::jobs::{ImportContacts, enqueue};
 use schema::store::contacts;
 use schema::store::imports::{self, ColumnMap, Import, NewImport, PropertyColumn};
-use schema::store::topics;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 
@@ -145,7 +145,7 @@ impl ContactImportsApi {
         let mut tx = state.pool.begin().await?;
         contacts::lock_limit(&mut tx, caller.team_id).await?;
         let segment_ids = segment_ids(&mut tx, caller.team_id, &segments, "segments").await?;
-        let topics = check_topics(&mut tx, caller.team_id, &topic_choices).await?;
+        let topics = check_topics(&mut tx, caller.team_id, topic_choices).await?;
         declare_properties(&mut tx, caller.team_id, &column_map).await?;
         let new = NewImport { on_conflict: &on_conflict, column_map: &column_map, segment_ids: &segment_ids, topics, file: &file };
         let id = imports::insert(&mut tx, caller.team_id, &new).await?;
@@ -257,21 +257,11 @@ fn default_column_map(header: &[String]) -> ColumnMap {
 }
 
 /// Checks the topic choices sent with an import; answers them as stored.
-async fn check_topics(conn: &mut sqlx::PgConnection, team_id: uuid::Uuid, choices: &[Value]) -> ApiResult<Value> {
-    let mut parsed = Vec::with_capacity(choices.len());
-    for (i, choice) in choices.iter().enumerate() {
-        let id = choice.get("id").and_then(Value::as_str).and_then(schema::ids::parse_id);
-        let id = id.ok_or_else(|| ApiError::invalid_parameter(&format!("topics[{i}].id"), "is not a topic id"))?;
-        let subscription = choice.get("subscription").and_then(Value::as_str).filter(|s| matches!(*s, "opt_in" | "opt_out"));
-        let subscription = subscription.ok_or_else(|| ApiError::invalid_parameter(&format!("topics[{i}].subscription"), "must be opt_in or opt_out"))?;
-        parsed.push((id, subscription));
-    }
-    let ids: Vec<uuid::Uuid> = parsed.iter().map(|(id, _)| *id).collect();
-    let live = topics::live_ids(conn, team_id, &ids).await?;
-    if let Some(i) = ids.iter().position(|id| !live.contains(id)) {
-        return Err(ApiError::invalid_parameter(&format!("topics[{i}].id"), "is not one of the team's topics"));
-    }
-    Ok(Value::Array(parsed.into_iter().map(|(id, subscription)| json!({ "id": id, "subscription": subscription })).collect()))
+async fn check_topics(conn: &mut sqlx::PgConnection, team_id: uuid::Uuid, choices: Vec<Value>) -> ApiResult<Value> {
+    let choices: Vec<TopicChoice> = serde_json::from_value(Value::Array(choices))
+        .map_err(|_| ApiError::invalid_parameter("topics", "must be a JSON array of { id, subscription }"))?;
+    let checked = checked_choices(conn, team_id, &choices, "topics").await?;
+    Ok(Value::Array(checked.into_iter().map(|(id, subscription)| json!({ "id": id, "subscription": subscription })).collect()))
 }
 
 /// Declares the mapped properties not yet declared; a key declared with another type is
@@ -285,7 +275,7 @@ async fn declare_properties(conn: &mut sqlx::PgConnection, team_id: uuid::Uuid, 
                 return Err(ApiError::invalid_parameter(&format!("column_map.properties.{key}"), format!("is declared as a {kind}")));
             }
             Some(_) => {}
-            None => new_keys.push((key.clone(), import::property_type(&column.kind))),
+            None => new_keys.push((key.clone(), schema::model::property_type(&column.kind))),
         }
     }
     if declared.len() + new_keys.len() > MAX_PROPERTIES {

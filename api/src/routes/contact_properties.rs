@@ -3,7 +3,8 @@
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::routes::contacts::{MAX_PROPERTIES, kind_of, valid_key};
+use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
+use schema::model::property_kind;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -168,7 +169,7 @@ async fn find(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<Propert
 /// A fallback must be of the property's type.
 fn check_fallback(kind: &str, fallback: Option<&Value>) -> ApiResult<()> {
     match fallback {
-        Some(value) if !value.is_null() && kind_of(value) != Some(kind) => {
+        Some(value) if !value.is_null() && property_kind(value) != Some(kind) => {
             Err(ApiError::invalid_field("fallback_value", format!("must be a {kind}")))
         }
         _ => Ok(()),

@@ -15,6 +15,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
 use schema::email::Mailbox;
+use schema::model::property_kind;
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Key};
 use schema::store::events::{self, NewEvent};
 use schema::store::segments;
@@ -295,16 +296,6 @@ fn maybe_name(field: &str, value: MaybeUndefined<String>) -> ApiResult<Option<Op
     }
 }
 
-/// The property type a JSON value has.
-pub fn kind_of(value: &Value) -> Option<&'static str> {
-    match value {
-        Value::String(_) => Some("string"),
-        Value::Number(_) => Some("number"),
-        Value::Bool(_) => Some("boolean"),
-        _ => None,
-    }
-}
-
 /// A property key: a letter or underscore, then letters, digits or underscores; 1 to 50.
 pub fn valid_key(key: &str) -> bool {
     let mut chars = key.chars();
@@ -338,7 +329,7 @@ async fn typed_properties(
         if value.is_null() {
             continue;
         }
-        let Some(kind) = kind_of(value) else {
+        let Some(kind) = property_kind(value) else {
             add(path, "must be a string, number or boolean".into());
             continue;
         };

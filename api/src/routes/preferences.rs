@@ -26,7 +26,7 @@ impl PreferencesApi {
     #[oai(path = "/preferences/:token", method = "get", operation_id = "view-preferences")]
     async fn view(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<PageResponse> {
         let mut conn = state.pool.acquire().await?;
-        let Some((contact, _)) = linked(&state, &mut conn, &token.0).await? else { return Ok(PageResponse::not_found()) };
+        let Some((contact, _)) = linked(&state, &mut conn, &token.0, false).await? else { return Ok(PageResponse::not_found()) };
         let shown = shown_topics(&mut conn, &contact).await?;
         Ok(preference_page(&contact, &shown, None))
     }
@@ -36,15 +36,17 @@ impl PreferencesApi {
     #[oai(path = "/preferences/:token", method = "post", operation_id = "save-preferences")]
     async fn save(&self, state: Data<&AppState>, request: &Request, token: Path<String>, form: FormBody) -> ApiResult<PageResponse> {
         let mut tx = state.pool.begin().await?;
-        let Some((contact, _)) = linked(&state, &mut tx, &token.0).await? else { return Ok(PageResponse::not_found()) };
+        let Some((contact, _)) = linked(&state, &mut tx, &token.0, true).await? else { return Ok(PageResponse::not_found()) };
         let origin = origin(request, "preference_page");
-        let shown = shown_topics(&mut tx, &contact).await?;
+        let mut shown = shown_topics(&mut tx, &contact).await?;
         let checked: Vec<&str> = form.all("topic").collect();
         let mut changes = Vec::new();
-        for choice in &shown {
+        for choice in &mut shown {
             let wanted = if checked.contains(&choice.topic.id.to_string().as_str()) { "opt_in" } else { "opt_out" };
-            if wanted != effective(choice) {
+            if wanted != choice.effective() {
                 changes.push((choice.topic.id, wanted.to_string()));
+                // The page shows what was saved, and keeps showing a private topic just left.
+                choice.own = Some(wanted.to_string());
             }
         }
         for (topic_id, subscription) in topics::choose(&mut tx, contact.id, &changes).await? {
@@ -56,7 +58,6 @@ impl PreferencesApi {
             consent(&mut tx, &contact, None, if unsubscribed { "unsubscribed" } else { "subscribed" }, &origin).await?;
         }
         let contact = Contact { unsubscribed, ..contact };
-        let shown = shown_topics(&mut tx, &contact).await?;
         tx.commit().await?;
         Ok(preference_page(&contact, &shown, Some("Your preferences are saved.")))
     }
@@ -66,7 +67,7 @@ impl PreferencesApi {
     #[oai(path = "/unsubscribe/:token", method = "get", operation_id = "view-unsubscribe")]
     async fn confirm(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<PageResponse> {
         let mut conn = state.pool.acquire().await?;
-        let Some((contact, link)) = linked(&state, &mut conn, &token.0).await? else { return Ok(PageResponse::not_found()) };
+        let Some((contact, link)) = linked(&state, &mut conn, &token.0, false).await? else { return Ok(PageResponse::not_found()) };
         let what = topic_name(&mut conn, &contact, link).await?.map_or("all emails".to_string(), |name| format!("“{}”", escape(&name)));
         let body = format!(
             "<main><h1>Unsubscribe</h1><p>Stop sending {what} to <strong>{}</strong>?</p>\
@@ -82,7 +83,7 @@ impl PreferencesApi {
     #[oai(path = "/unsubscribe/:token", method = "post", operation_id = "one-click-unsubscribe")]
     async fn unsubscribe(&self, state: Data<&AppState>, request: &Request, token: Path<String>, form: FormBody) -> ApiResult<PageResponse> {
         let mut tx = state.pool.begin().await?;
-        let Some((contact, link)) = linked(&state, &mut tx, &token.0).await? else { return Ok(PageResponse::not_found()) };
+        let Some((contact, link)) = linked(&state, &mut tx, &token.0, true).await? else { return Ok(PageResponse::not_found()) };
         if form.first("List-Unsubscribe") != Some("One-Click") {
             let body = "<main><h1>Nothing changed</h1><p>This address takes a one-click unsubscribe request.</p></main>";
             return Ok(PageResponse::form_page("Nothing changed", body));
@@ -110,10 +111,11 @@ impl PreferencesApi {
     }
 }
 
-/// The contact (locked) and link a token names; `None` for a bad token or an erased contact.
-async fn linked(state: &AppState, conn: &mut PgConnection, token: &str) -> ApiResult<Option<(Contact, Link)>> {
+/// The contact (locked for a change when `lock`) and link a token names; `None` for a bad
+/// token or an erased contact.
+async fn linked(state: &AppState, conn: &mut PgConnection, token: &str, lock: bool) -> ApiResult<Option<(Contact, Link)>> {
     let Some(link) = links::verify(&state.link_key, token) else { return Ok(None) };
-    Ok(contacts::by_id(conn, link.contact_id).await?.map(|contact| (contact, link)))
+    Ok(contacts::by_id(conn, link.contact_id, lock).await?.map(|contact| (contact, link)))
 }
 
 /// The name of the link's topic, when it names a live topic of the contact's team.
@@ -122,14 +124,10 @@ async fn topic_name(conn: &mut PgConnection, contact: &Contact, link: Link) -> A
     Ok(topics::get(conn, contact.team_id, topic_id).await?.map(|t| t.name))
 }
 
-fn effective(choice: &Choice) -> &str {
-    choice.own.as_deref().unwrap_or(&choice.topic.default_subscription)
-}
-
 /// Public topics, and private ones the contact is subscribed to.
 async fn shown_topics(conn: &mut PgConnection, contact: &Contact) -> ApiResult<Vec<Choice>> {
     let all = topics::choices(conn, contact.team_id, contact.id).await?;
-    Ok(all.into_iter().filter(|c| c.topic.visibility == "public" || effective(c) == "opt_in").collect())
+    Ok(all.into_iter().filter(|c| c.topic.visibility == "public" || c.effective() == "opt_in").collect())
 }
 
 fn origin(request: &Request, source: &'static str) -> Origin {
@@ -147,7 +145,7 @@ fn preference_page(contact: &Contact, shown: &[Choice], notice: Option<&str>) ->
     if !shown.is_empty() {
         body.push_str("<fieldset><legend>Topics</legend>");
         for choice in shown {
-            let checked = if effective(choice) == "opt_in" { " checked" } else { "" };
+            let checked = if choice.effective() == "opt_in" { " checked" } else { "" };
             body.push_str(&format!(
                 "<label><input type=\"checkbox\" name=\"topic\" value=\"{}\"{checked}> {}</label>",
                 choice.topic.id,

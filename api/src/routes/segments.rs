@@ -91,7 +91,7 @@ impl SegmentsApi {
         let filter = body.filter.filter(|f| !f.is_null());
         let mut conn = state.pool.acquire().await?;
         if let Some(filter) = &filter
-            && let Err(problems) = segments::check_filter(&mut conn, caller.team_id, filter, true).await?
+            && let Err(problems) = segments::check_filter(&mut conn, caller.team_id, filter).await?
         {
             let message = format!("The filter has {} problem{}.", problems.len(), if problems.len() == 1 { "" } else { "s" });
             return Err(problems.into_iter().fold(ApiError::refused(message), |error, (path, why)| error.with_error(path, why)));
@@ -183,10 +183,7 @@ impl SegmentsApi {
         let contact = contacts::find(&mut conn, caller.team_id, &contact_key(&contact.0)?, false).await?;
         let contact = contact.ok_or_else(|| ApiError::not_found("Contact"))?;
         let all = segments::all(&mut conn, caller.team_id).await?;
-        let mut memberships = Vec::with_capacity(all.len());
-        for segment in &all {
-            memberships.push(segments::membership(&mut conn, segment).await?);
-        }
+        let memberships = segments::memberships(&mut conn, &all).await?;
         let held = segments::holding(&mut conn, contact.id, &memberships).await?;
         let data = all.into_iter().filter(|s| held.contains(&s.id)).map(|s| view(s, false)).collect();
         Ok(Json(SegmentList { object: "list".into(), has_more: false, data }))

@@ -212,11 +212,7 @@ impl TopicsApi {
             .into_iter()
             .map(|choice| ContactTopic {
                 id: choice.topic.id.to_string(),
-                subscription: if contact.unsubscribed {
-                    "opt_out".into()
-                } else {
-                    choice.own.unwrap_or(choice.topic.default_subscription)
-                },
+                subscription: if contact.unsubscribed { "opt_out" } else { choice.effective() }.to_string(),
                 name: choice.topic.name,
                 description: choice.topic.description,
             })
@@ -243,37 +239,34 @@ impl TopicsApi {
     }
 }
 
-/// Checks and records topic choices for a contact, with a consent record per change. `path`
-/// names the body field in errors.
-pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
+/// Checks topic choices (`opt_in`/`opt_out` for the team's live topics); `path` names the body
+/// field in errors.
+pub async fn checked_choices(conn: &mut sqlx::PgConnection, team_id: Uuid, choices: &[TopicChoice], path: &str) -> ApiResult<Vec<(Uuid, String)>> {
     let mut parsed = Vec::with_capacity(choices.len());
-    let mut error: Option<ApiError> = None;
     for (i, choice) in choices.iter().enumerate() {
-        let id = schema::ids::parse_id(&choice.id);
         if !matches!(choice.subscription.as_str(), "opt_in" | "opt_out") {
-            let refused = error.take().unwrap_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].subscription"), "must be opt_in or opt_out"));
-            error = Some(refused);
-        } else if let Some(id) = id {
-            parsed.push((id, choice.subscription.clone()));
-        } else {
-            let refused = error.take().unwrap_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a topic id"));
-            error = Some(refused);
+            return Err(ApiError::invalid_parameter(&format!("{path}[{i}].subscription"), "must be opt_in or opt_out"));
         }
-    }
-    if let Some(error) = error {
-        return Err(error);
+        let id = schema::ids::parse_id(&choice.id).ok_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a topic id"))?;
+        parsed.push((id, choice.subscription.clone()));
     }
     let ids: Vec<Uuid> = parsed.iter().map(|(id, _)| *id).collect();
-    let live = topics::live_ids(conn, contact.team_id, &ids).await?;
+    let live = topics::live_ids(conn, team_id, &ids).await?;
     if let Some(i) = ids.iter().position(|id| !live.contains(id)) {
         return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's topics"));
     }
+    Ok(parsed)
+}
+
+/// Checks and records topic choices for a contact, with a consent record per change. `path`
+/// names the body field in errors.
+pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
+    let parsed = checked_choices(conn, contact.team_id, choices, path).await?;
     for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
         consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }, origin).await?;
     }
     Ok(())
 }
-
 
 fn name_taken() -> ApiError {
     ApiError::invalid_parameter("name", "a live topic already has this name")

@@ -115,9 +115,10 @@ pub async fn find(conn: &mut PgConnection, team_id: Uuid, key: &Key, lock: bool)
     query.build_query_as().fetch_optional(conn).await
 }
 
-/// A contact by id alone, for a signed link that names it.
-pub async fn by_id(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Contact>> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM contacts WHERE id = $1 FOR UPDATE")))
+/// A contact by id alone, for a signed link that names it; locked for a change when `lock`.
+pub async fn by_id(conn: &mut PgConnection, id: Uuid, lock: bool) -> sqlx::Result<Option<Contact>> {
+    let lock = if lock { " FOR UPDATE" } else { "" };
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM contacts WHERE id = $1{lock}")))
         .bind(id)
         .fetch_optional(conn)
         .await

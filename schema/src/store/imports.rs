@@ -205,7 +205,8 @@ pub struct Row {
     pub properties: serde_json::Map<String, Value>,
 }
 
-/// Columns of `rows` as arrays, for `unnest`.
+/// Columns of rows as arrays, for `unnest`.
+#[derive(Default)]
 struct Arrays {
     ids: Vec<Uuid>,
     emails: Vec<String>,
@@ -215,24 +216,26 @@ struct Arrays {
     properties: Vec<Value>,
 }
 
-fn arrays(rows: &[Row]) -> Arrays {
-    Arrays {
-        ids: rows.iter().map(|r| r.id).collect(),
-        emails: rows.iter().map(|r| r.email.clone()).collect(),
-        first: rows.iter().map(|r| r.first_name.clone()).collect(),
-        last: rows.iter().map(|r| r.last_name.clone()).collect(),
-        unsubscribed: rows.iter().map(|r| r.unsubscribed).collect(),
-        properties: rows.iter().map(|r| Value::Object(r.properties.clone())).collect(),
+fn arrays<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Arrays {
+    let mut a = Arrays::default();
+    for r in rows {
+        a.ids.push(r.id);
+        a.emails.push(r.email.clone());
+        a.first.push(r.first_name.clone());
+        a.last.push(r.last_name.clone());
+        a.unsubscribed.push(r.unsubscribed);
+        a.properties.push(Value::Object(r.properties.clone()));
     }
+    a
 }
 
 /// Inserts new contacts in one statement; answers the ids written (an address created
 /// meanwhile by another writer is left alone).
-pub async fn insert_contacts(conn: &mut PgConnection, team_id: Uuid, rows: &[Row]) -> sqlx::Result<Vec<Uuid>> {
-    if rows.is_empty() {
+pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: impl IntoIterator<Item = &'a Row>) -> sqlx::Result<Vec<Uuid>> {
+    let a = arrays(rows);
+    if a.ids.is_empty() {
         return Ok(Vec::new());
     }
-    let a = arrays(rows);
     sqlx::query_scalar(
         "INSERT INTO contacts (id, team_id, email, first_name, last_name, unsubscribed, properties)
          SELECT id, $1, email, first_name, last_name, unsubscribed, properties

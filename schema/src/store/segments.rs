@@ -123,16 +123,21 @@ pub async fn remove_member(conn: &mut PgConnection, segment_id: Uuid, contact_id
     Ok(done.rows_affected() == 1)
 }
 
-/// Checks a filter against the team's properties and topics (`strict`: as a new filter; else
-/// as a stored one, whose property or topic may since have gone).
-pub async fn check_filter(conn: &mut PgConnection, team_id: Uuid, value: &Value, strict: bool) -> sqlx::Result<Result<Node, Vec<Problem>>> {
-    let (keys, topic_ids) = filter::references(value);
+/// The team's properties and topics that these filters name, as filters are checked against.
+/// A new filter (`strict`) may name only live topics; a stored one also compiles with retired
+/// ones.
+async fn catalog<'a>(conn: &mut PgConnection, team_id: Uuid, filters: impl IntoIterator<Item = &'a Value>, strict: bool) -> sqlx::Result<Catalog> {
+    let (mut keys, mut topic_ids) = (Vec::new(), Vec::new());
+    for filter in filters {
+        let (k, t) = filter::references(filter);
+        keys.extend(k);
+        topic_ids.extend(t);
+    }
     let properties: Vec<(String, String)> = sqlx::query_as("SELECT key, type FROM contact_properties WHERE team_id = $1 AND key = ANY($2)")
         .bind(team_id)
         .bind(&keys)
         .fetch_all(&mut *conn)
         .await?;
-    // Retired topics still compile in a stored filter; a new filter may name only live ones.
     let topics: Vec<(Uuid, String)> =
         sqlx::query_as("SELECT id, default_subscription FROM topics WHERE team_id = $1 AND id = ANY($2) AND (deleted_at IS NULL OR NOT $3)")
             .bind(team_id)
@@ -140,8 +145,13 @@ pub async fn check_filter(conn: &mut PgConnection, team_id: Uuid, value: &Value,
             .bind(strict)
             .fetch_all(&mut *conn)
             .await?;
-    let catalog = Catalog { properties: properties.into_iter().collect(), topics: topics.into_iter().collect() };
-    Ok(filter::parse(value, &catalog, strict))
+    Ok(Catalog { properties: properties.into_iter().collect(), topics: topics.into_iter().collect() })
+}
+
+/// Checks a new filter against the team's properties and topics.
+pub async fn check_filter(conn: &mut PgConnection, team_id: Uuid, value: &Value) -> sqlx::Result<Result<Node, Vec<Problem>>> {
+    let catalog = catalog(conn, team_id, [value], true).await?;
+    Ok(filter::parse(value, &catalog, true))
 }
 
 /// A segment's membership, ready to put in a query.
@@ -151,13 +161,23 @@ pub struct Membership {
     pub filter: Option<Node>,
 }
 
+/// Compiles stored segments' memberships (all of one team), reading the catalog once. A
+/// property or topic gone since compiles as one no contact has.
+pub async fn memberships(conn: &mut PgConnection, segments: &[Segment]) -> sqlx::Result<Vec<Membership>> {
+    let Some(first) = segments.first() else { return Ok(Vec::new()) };
+    let catalog = catalog(conn, first.team_id, segments.iter().filter_map(|s| s.filter.as_ref()), false).await?;
+    Ok(segments
+        .iter()
+        .map(|segment| Membership {
+            segment_id: segment.id,
+            filter: segment.filter.as_ref().and_then(|value| filter::parse(value, &catalog, false).ok()),
+        })
+        .collect())
+}
+
 /// Compiles a stored segment's membership.
 pub async fn membership(conn: &mut PgConnection, segment: &Segment) -> sqlx::Result<Membership> {
-    let filter = match &segment.filter {
-        Some(value) => check_filter(conn, segment.team_id, value, false).await?.ok(),
-        None => None,
-    };
-    Ok(Membership { segment_id: segment.id, filter })
+    Ok(memberships(conn, std::slice::from_ref(segment)).await?.remove(0))
 }
 
 impl Membership {

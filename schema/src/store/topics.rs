@@ -106,6 +106,14 @@ pub struct Choice {
     pub own: Option<String>,
 }
 
+impl Choice {
+    /// The subscription in effect: the contact's own choice, else the topic's default
+    /// (`unsubscribed` is applied by callers).
+    pub fn effective(&self) -> &str {
+        self.own.as_deref().unwrap_or(&self.topic.default_subscription)
+    }
+}
+
 /// Every live topic of the team with the contact's own choice.
 pub async fn choices(conn: &mut PgConnection, team_id: Uuid, contact_id: Uuid) -> sqlx::Result<Vec<Choice>> {
     sqlx::query_as(
