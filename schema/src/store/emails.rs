@@ -247,37 +247,30 @@ impl EventHead<'_> {
     }
 }
 
-impl Email {
-    /// An event's `data` for this email (see [`EventHead::data`]).
-    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
-        let head = EventHead {
-            id: self.id,
-            from: &self.from_header,
-            subject: &self.subject,
-            message_id: &self.message_id,
-            created_at: self.created_at,
-            tags: &self.tags,
-            headers: &self.headers,
-        };
-        head.data(to, extra)
-    }
+/// `event_data` for an email type whose fields an event head reads: the stored email and the
+/// one being accepted.
+macro_rules! event_data {
+    ($email:ty) => {
+        impl $email {
+            /// An event's `data` for this email (see [`EventHead::data`]).
+            pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
+                let head = EventHead {
+                    id: self.id,
+                    from: &self.from_header,
+                    subject: &self.subject,
+                    message_id: &self.message_id,
+                    created_at: self.created_at,
+                    tags: &self.tags,
+                    headers: &self.headers,
+                };
+                head.data(to, extra)
+            }
+        }
+    };
 }
 
-impl NewEmail {
-    /// An event's `data` for this email as it is accepted.
-    pub fn event_data(&self, to: &[&str], extra: Option<(&str, Value)>) -> Value {
-        let head = EventHead {
-            id: self.id,
-            from: &self.from_header,
-            subject: &self.subject,
-            message_id: &self.message_id,
-            created_at: self.created_at,
-            tags: &self.tags,
-            headers: &self.headers,
-        };
-        head.data(to, extra)
-    }
-}
+event_data!(Email);
+event_data!(NewEmail);
 
 /// One email of the team.
 pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Email>> {
