@@ -84,6 +84,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
             "The request body must be a JSON object.",
         ));
     }
+    crate::input::check_body(&value)?;
     serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner().to_string();

@@ -165,7 +165,8 @@ impl<E: Endpoint> Gateway<E> {
                 return handled;
             }
             let Some(operation) = operation else {
-                return answer(handled, routing_error(routing));
+                handled.response = routing_response(routing, &path, request_id);
+                return handled;
             };
             if operation.access == Access::FullAccess && key.permission == Permission::SendingAccess {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
@@ -178,7 +179,15 @@ impl<E: Endpoint> Gateway<E> {
                 inbox_access: key.inbox_access,
             });
         } else if routing.is_some() && operation.is_none() {
-            return answer(handled, routing_error(routing));
+            handled.response = routing_response(routing, &path, request_id);
+            return handled;
+        }
+        if let Some(operation) = operation {
+            let checked = crate::input::check_path(operation.path, &path)
+                .and_then(|()| query.as_deref().map_or(Ok(()), crate::input::check_query));
+            if let Err(error) = checked {
+                return answer(handled, error);
+            }
         }
         req.extensions_mut().insert(RequestContext { request_id: request_id.to_string(), operation });
 
@@ -247,6 +256,19 @@ fn routing_error(routing: Option<Routing>) -> ApiError {
         }
         _ => ApiError::new(StatusCode::NOT_FOUND, "not_found", "The requested endpoint could not be found."),
     }
+}
+
+/// The answer to a request the table does not route: a 405 names the allowed methods in `Allow`
+/// (RFC 9110).
+fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> Response {
+    let mut response = routing_error(routing).as_response_with_id(request_id);
+    if matches!(routing, Some(Routing::WrongMethod)) {
+        let allowed = operations::allowed_methods(path).iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
+        if let Ok(value) = HeaderValue::from_str(&allowed) {
+            response.headers_mut().insert(header::ALLOW, value);
+        }
+    }
+    response
 }
 
 /// The token of `Authorization: Bearer <token>`, if the header is usable.

@@ -75,6 +75,9 @@ pub fn webhooks() -> Value {
                 { "name": "hook-id", "in": "header", "required": true, "schema": { "type": "string" }, "description": "The event's id; the same on every retry and replay." },
                 { "name": "hook-timestamp", "in": "header", "required": true, "schema": { "type": "string" }, "description": "Unix seconds." },
                 { "name": "hook-signature", "in": "header", "required": true, "schema": { "type": "string" }, "description": "`v1,<base64>` entries separated by spaces (two during a secret rotation)." },
+                { "name": "webhook-id", "in": "header", "required": true, "schema": { "type": "string" }, "description": "`hook-id` under its Standard Webhooks name." },
+                { "name": "webhook-timestamp", "in": "header", "required": true, "schema": { "type": "string" }, "description": "`hook-timestamp` under its Standard Webhooks name." },
+                { "name": "webhook-signature", "in": "header", "required": true, "schema": { "type": "string" }, "description": "`hook-signature` under its Standard Webhooks name: `standardwebhooks`, `svix` and the Resend SDKs verify with it." },
                 { "name": "user-agent", "in": "header", "required": true, "schema": { "type": "string", "const": "Service-Webhooks/1.0" } }
             ],
             "requestBody": { "required": true, "content": { "application/json": { "schema": {

@@ -129,6 +129,16 @@ pub static OPERATIONS: &[Operation] = &[
     op("add-contact-segment", Method::POST, "/contacts/{contact}/segments/{segment_id}", Access::FullAccess),
     op("remove-contact-segment", Method::DELETE, "/contacts/{contact}/segments/{segment_id}", Access::FullAccess),
     op("list-contact-segments", Method::GET, "/contacts/{contact}/segments", Access::SendingAccess),
+    op("list-segment-contacts", Method::GET, "/segments/{segment_id}/contacts", Access::SendingAccess),
+    op("create-audience", Method::POST, "/audiences", Access::FullAccess),
+    op("list-audiences", Method::GET, "/audiences", Access::SendingAccess),
+    op("get-audience", Method::GET, "/audiences/{audience_id}", Access::SendingAccess),
+    op("delete-audience", Method::DELETE, "/audiences/{audience_id}", Access::FullAccess),
+    op("create-audience-contact", Method::POST, "/audiences/{audience_id}/contacts", Access::FullAccess),
+    op("list-audience-contacts", Method::GET, "/audiences/{audience_id}/contacts", Access::SendingAccess),
+    op("get-audience-contact", Method::GET, "/audiences/{audience_id}/contacts/{contact}", Access::SendingAccess),
+    op("update-audience-contact", Method::PATCH, "/audiences/{audience_id}/contacts/{contact}", Access::FullAccess),
+    op("delete-audience-contact", Method::DELETE, "/audiences/{audience_id}/contacts/{contact}", Access::FullAccess),
     op("create-webhook", Method::POST, "/webhooks", Access::FullAccess),
     op("list-webhooks", Method::GET, "/webhooks", Access::FullAccess),
     op("get-webhook", Method::GET, "/webhooks/{webhook_id}", Access::FullAccess),
@@ -183,6 +193,18 @@ pub fn route(method: &Method, path: &str) -> Routing {
     }
 }
 
+/// The methods served at `path`, in table order, each once (for a 405's `Allow`).
+pub fn allowed_methods(path: &str) -> Vec<Method> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let mut methods: Vec<Method> = Vec::new();
+    for operation in OPERATIONS {
+        if match_path(operation.path, &segments).is_some() && !methods.contains(&operation.method) {
+            methods.push(operation.method.clone());
+        }
+    }
+    methods
+}
+
 /// `Some(number of literal segments)` when `template` matches `segments`.
 fn match_path(template: &str, segments: &[&str]) -> Option<usize> {
     let parts: Vec<&str> = template.split('/').skip(1).collect();
@@ -222,6 +244,12 @@ mod tests {
     #[test]
     fn a_known_path_with_another_method_is_a_wrong_method() {
         assert!(matches!(route(&Method::PUT, "/api-keys"), Routing::WrongMethod));
+    }
+
+    #[test]
+    fn the_allowed_methods_of_a_path_are_every_method_it_serves() {
+        assert_eq!(allowed_methods("/api-keys"), vec![Method::POST, Method::GET]);
+        assert_eq!(allowed_methods("/api-keys/1"), vec![Method::PATCH, Method::DELETE]);
     }
 
     #[test]

@@ -1,16 +1,17 @@
 //! The paging query shared by every list: `limit` 1–100 (default 20), `after` or `before`.
 
 use crate::error::{ApiError, ApiResult};
+use crate::fields::IdText;
 use chrono::{DateTime, Utc};
 use schema::page::{Cursor, PageRequest};
 
 /// Reads `limit`, `after` and `before`; a bad value is `422 invalid_parameter`.
-pub fn page_request(limit: Option<i64>, after: Option<String>, before: Option<String>) -> ApiResult<PageRequest> {
+pub fn page_request(limit: Option<i64>, after: Option<IdText>, before: Option<IdText>) -> ApiResult<PageRequest> {
     let limit = limit.unwrap_or(PageRequest::DEFAULT_LIMIT);
     if !(1..=PageRequest::MAX_LIMIT).contains(&limit) {
         return Err(ApiError::invalid_parameter("limit", "must be an integer between 1 and 100"));
     }
-    let cursor_id = |name: &str, raw: String| {
+    let cursor_id = |name: &str, raw: IdText| {
         schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter(name, "must be an item id"))
     };
     let cursor = match (after, before) {
@@ -86,13 +87,13 @@ mod tests {
     #[test]
     fn after_and_before_together_are_refused() {
         let id = schema::ids::new_id().to_string();
-        let error = page_request(None, Some(id.clone()), Some(id)).unwrap_err();
+        let error = page_request(None, Some(IdText(id.clone())), Some(IdText(id))).unwrap_err();
         assert_eq!((error.status.as_u16(), error.name), (422, "invalid_parameter"));
     }
 
     #[test]
     fn a_cursor_that_is_not_an_id_is_refused() {
-        assert_eq!(page_request(None, Some("x".into()), None).unwrap_err().name, "invalid_parameter");
+        assert_eq!(page_request(None, Some(IdText("x".into())), None).unwrap_err().name, "invalid_parameter");
     }
 
     #[test]

@@ -4,6 +4,8 @@
 use schema::store::request_logs::{self, RequestLog};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -17,6 +19,7 @@ const QUEUE: usize = 20_000;
 #[derive(Clone)]
 pub struct LogWriter {
     sender: mpsc::Sender<RequestLog>,
+    dropped: Arc<AtomicU64>,
 }
 
 /// The background writer; `close` flushes and waits.
@@ -30,15 +33,23 @@ impl LogWriter {
     pub fn start(pool: PgPool) -> (Self, LogWriterTask) {
         let (sender, receiver) = mpsc::channel(QUEUE);
         let (stop, stopped) = tokio::sync::oneshot::channel();
-        let handle = tokio::spawn(write_batches(pool, receiver, stopped));
-        (Self { sender }, LogWriterTask { handle, stop })
+        let dropped = Arc::new(AtomicU64::new(0));
+        let handle = tokio::spawn(write_batches(pool, receiver, stopped, dropped.clone()));
+        (Self { sender, dropped }, LogWriterTask { handle, stop })
     }
 
-    /// Queues one log.
-    pub async fn write(&self, log: RequestLog) {
+    /// Queues one log, with what PostgreSQL cannot store (NUL) replaced.
+    pub async fn write(&self, mut log: RequestLog) {
+        sanitize(&mut log);
         if self.sender.send(log).await.is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
             tracing::error!("request log writer has stopped; a log was not written");
         }
+    }
+
+    /// Logs this process could not write since it started (shown by `GET /health`).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 }
 
@@ -50,7 +61,12 @@ impl LogWriterTask {
     }
 }
 
-async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<RequestLog>, mut stop: tokio::sync::oneshot::Receiver<()>) {
+async fn write_batches(
+    pool: PgPool,
+    mut receiver: mpsc::Receiver<RequestLog>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+    dropped: Arc<AtomicU64>,
+) {
     // Whatever queued while the previous batch was written goes in the next one, so batches
     // grow with load and a quiet server writes each log at once.
     let mut batch = Vec::with_capacity(BATCH);
@@ -66,14 +82,60 @@ async fn write_batches(pool: PgPool, mut receiver: mpsc::Receiver<RequestLog>, m
                 if received == 0 {
                     return;
                 }
-                insert_with_retry(&pool, &batch).await;
+                let lost = write_isolating(&pool, &mut batch).await;
+                if lost > 0 {
+                    dropped.fetch_add(lost, Ordering::Relaxed);
+                }
                 batch.clear();
             }
         }
     }
 }
 
-async fn insert_with_retry(pool: &PgPool, batch: &[RequestLog]) {
+/// Writes `batch`; a batch PostgreSQL refuses is split in halves until the refused rows are
+/// alone, so one bad row never takes others with it. A refused row is tried once more without
+/// its bodies. Returns how many logs could not be written.
+async fn write_isolating(pool: &PgPool, batch: &mut [RequestLog]) -> u64 {
+    let mut lost = 0;
+    let mut pending = vec![0..batch.len()];
+    while let Some(range) = pending.pop() {
+        match insert_with_retry(pool, &batch[range.clone()]).await {
+            Written::Yes => {}
+            Written::Refused if range.len() > 1 => {
+                let middle = range.start + range.len() / 2;
+                pending.push(middle..range.end);
+                pending.push(range.start..middle);
+            }
+            Written::Refused => {
+                let log = &mut batch[range.start];
+                let had_bodies = log.request_body.is_some() || log.response_body.is_some();
+                log.request_body = None;
+                log.response_body = None;
+                if !had_bodies || !matches!(insert_with_retry(pool, std::slice::from_ref(log)).await, Written::Yes) {
+                    tracing::error!(request_id = log.request_id, "request log dropped: PostgreSQL refused it");
+                    lost += 1;
+                } else {
+                    tracing::warn!(request_id = log.request_id, "request log written without its bodies: PostgreSQL refused them");
+                }
+            }
+            Written::Unreachable => {
+                tracing::error!(rows = range.len(), "request logs dropped: the database could not be reached");
+                lost += range.len() as u64;
+            }
+        }
+    }
+    lost
+}
+
+enum Written {
+    Yes,
+    /// PostgreSQL answered and refused the statement (a row it cannot store).
+    Refused,
+    /// No answer after every try.
+    Unreachable,
+}
+
+async fn insert_with_retry(pool: &PgPool, batch: &[RequestLog]) -> Written {
     for attempt in 1..=5 {
         let result = async {
             let mut conn = pool.acquire().await?;
@@ -81,14 +143,46 @@ async fn insert_with_retry(pool: &PgPool, batch: &[RequestLog]) {
         }
         .await;
         match result {
-            Ok(()) => return,
+            Ok(()) => return Written::Yes,
+            Err(sqlx::Error::Database(error)) => {
+                tracing::warn!(%error, rows = batch.len(), "PostgreSQL refused a request log batch");
+                return Written::Refused;
+            }
             Err(error) => {
                 tracing::warn!(%error, attempt, rows = batch.len(), "writing request logs failed");
                 tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
             }
         }
     }
-    tracing::error!(rows = batch.len(), "request logs dropped after five failed writes");
+    Written::Unreachable
+}
+
+/// Replaces NUL, which PostgreSQL's `text` and `jsonb` cannot hold, in every field of a log.
+fn sanitize(log: &mut RequestLog) {
+    for text in [&mut log.endpoint, &mut log.path, &mut log.method, &mut log.user_agent, &mut log.source, &mut log.request_id] {
+        if text.contains('\0') {
+            *text = text.replace('\0', "\u{fffd}");
+        }
+    }
+    for body in [&mut log.request_body, &mut log.response_body].into_iter().flatten() {
+        replace_nul(body);
+    }
+}
+
+fn replace_nul(value: &mut Value) {
+    match value {
+        Value::String(text) if text.contains('\0') => *text = text.replace('\0', "\u{fffd}"),
+        Value::Array(items) => items.iter_mut().for_each(replace_nul),
+        Value::Object(map) if map.keys().any(|key| key.contains('\0')) => {
+            let entries = std::mem::take(map);
+            for (key, mut inner) in entries {
+                replace_nul(&mut inner);
+                map.insert(key.replace('\0', "\u{fffd}"), inner);
+            }
+        }
+        Value::Object(map) => map.values_mut().for_each(replace_nul),
+        _ => {}
+    }
 }
 
 /// The `source` of a call, read from its User-Agent: `herald-dashboard/…` is `dashboard`;
@@ -150,6 +244,10 @@ fn measure_content(value: &mut Value) {
                 if CONTENT_FIELDS.contains(&name.as_str()) && inner.is_string() {
                     let text = inner.as_str().unwrap_or_default();
                     *inner = json!({ "size": text.len(), "sha256": schema::secret::digest_hex(text.as_bytes()) });
+                } else if name == "content" && inner.is_array() {
+                    // Attachment bytes sent as an array of numbers.
+                    let bytes: Vec<u8> = inner.as_array().into_iter().flatten().filter_map(|b| b.as_u64()).map(|b| b as u8).collect();
+                    *inner = json!({ "size": bytes.len(), "sha256": schema::secret::digest_hex(&bytes) });
                 } else {
                     measure_content(inner);
                 }
@@ -185,6 +283,13 @@ mod tests {
         assert_eq!(stored["to"], json!(["a@b.c"]));
         assert_eq!(stored["html"]["size"], 9);
         assert_eq!(stored["html"]["sha256"].as_str().unwrap().len(), 64);
+    }
+
+    #[test]
+    fn nul_is_replaced_in_every_string_and_key_of_a_stored_body() {
+        let mut body = json!({ "a\u{0}": ["x\u{0}y", { "k": "\u{0}" }], "n": 1 });
+        replace_nul(&mut body);
+        assert_eq!(body, json!({ "a\u{fffd}": ["x\u{fffd}y", { "k": "\u{fffd}" }], "n": 1 }));
     }
 
     #[test]

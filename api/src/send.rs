@@ -4,6 +4,7 @@
 //! transaction.
 
 use crate::error::{ApiError, ApiResult, FieldError};
+use crate::fields::Required;
 use crate::state::Caller;
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -45,8 +46,9 @@ impl Addresses {
 pub struct AttachmentIn {
     /// The file name shown to the recipient.
     pub filename: Option<String>,
-    /// The file's bytes, base64.
-    pub content: Option<String>,
+    /// The file's bytes: base64 text, or an array of byte values (0 to 255) as the Resend
+    /// SDKs may send them.
+    pub content: Option<AttachmentContent>,
     /// An https URL Herald fetches (at most 40 MB, 10 seconds; never a loopback, private or
     /// link-local address).
     pub path: Option<String>,
@@ -56,28 +58,37 @@ pub struct AttachmentIn {
     pub content_id: Option<String>,
 }
 
+/// An attachment's bytes: base64 text (whitespace ignored) or an array of byte values.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum AttachmentContent {
+    Base64(String),
+    Bytes(Vec<u8>),
+}
+
 /// A tag: `{ name, value }`.
 #[derive(Object, Deserialize, Debug, Clone)]
 pub struct TagIn {
     /// 1 to 252 characters of A-Z, a-z, 0-9, `_`, `-`.
-    pub name: Option<String>,
+    pub name: Required<String>,
     /// 1 to 256 characters of A-Z, a-z, 0-9, `_`, `-`.
-    pub value: Option<String>,
+    pub value: Required<String>,
 }
 
 /// Body of `POST /emails` (and each item of `POST /emails/batch`).
 #[derive(Object, Deserialize, Debug, Clone)]
 pub struct SendEmail {
     /// `address` or `Name <address>` on a domain verified by the team.
-    pub from: Option<String>,
+    pub from: Required<String>,
     /// Recipients; `to`, `cc` and `bcc` together at most 50.
-    pub to: Option<Addresses>,
+    pub to: Required<Addresses>,
     pub cc: Option<Addresses>,
     pub bcc: Option<Addresses>,
     /// Reply-To addresses (not counted toward the recipient cap).
     pub reply_to: Option<Addresses>,
     /// One line, at most 998 bytes of UTF-8.
-    pub subject: Option<String>,
+    pub subject: Required<String>,
     /// HTML body; `html` and `text` together at most 2 MB; at least one is required.
     pub html: Option<String>,
     /// Plain-text body.
@@ -174,7 +185,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     }
     let from = body.from.as_deref().and_then(|raw| Mailbox::parse(raw).map_err(|m| p.invalid("from", m)).ok());
     let mut recipients = Vec::new();
-    for (kind, list) in [("to", body.to), ("cc", body.cc), ("bcc", body.bcc)] {
+    for (kind, list) in [("to", body.to.0), ("cc", body.cc), ("bcc", body.bcc)] {
         for (i, raw) in list.map(Addresses::into_vec).unwrap_or_default().into_iter().enumerate() {
             match Mailbox::parse(&raw) {
                 Ok(mailbox) => recipients.push((kind, raw.trim().to_string(), mailbox)),
@@ -192,7 +203,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
             Err(message) => p.invalid(&format!("reply_to[{i}]"), message),
         }
     }
-    if let Some(subject) = &body.subject
+    if let Some(subject) = &*body.subject
         && let Err(message) = rules::check_subject(subject)
     {
         p.invalid("subject", message);
@@ -216,7 +227,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         p.invalid("tags", format!("at most {} tags", rules::MAX_TAGS));
     }
     for (i, tag) in tag_list.into_iter().enumerate() {
-        let (Some(name), Some(value)) = (tag.name, tag.value) else {
+        let (Some(name), Some(value)) = (tag.name.0, tag.value.0) else {
             p.missing(&format!("tags[{i}].name"));
             continue;
         };
@@ -236,7 +247,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         from,
         recipients,
         reply_to,
-        subject: body.subject.unwrap_or_default(),
+        subject: body.subject.0.unwrap_or_default(),
         html: body.html,
         text: body.text,
         scheduled_at,
@@ -290,7 +301,11 @@ fn parse_attachments(list: Vec<AttachmentIn>, p: &mut Problems) -> Vec<PendingAt
                 p.attachment(&path, "needs `content` (base64) or `path` (an https URL)");
                 continue;
             }
-            (Some(content), None) => {
+            (Some(AttachmentContent::Bytes(bytes)), None) => {
+                total += bytes.len();
+                Source::Bytes(bytes)
+            }
+            (Some(AttachmentContent::Base64(content)), None) => {
                 let cleaned: String = content.chars().filter(|c| !c.is_whitespace()).collect();
                 match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
                     Ok(bytes) => {

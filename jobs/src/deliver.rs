@@ -10,8 +10,8 @@ use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::Utc;
 use crate::dkim::DkimSigner;
-use lettre::message::header::{ContentType, HeaderName, HeaderValue};
-use lettre::message::{Attachment, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
+use lettre::message::header::{ContentTransferEncoding, ContentType, HeaderName, HeaderValue};
+use lettre::message::{Attachment, Body, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
 use schema::email::{Mailbox, Simulated, simulated};
 use schema::jobs::{Deliver, ResolveAmbiguous};
 use schema::store::emails::{self, Email, Recipient, RecipientOutcome};
@@ -185,7 +185,11 @@ pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[ema
             Some(cid) => Attachment::new_inline_with_name(cid.clone(), attachment.filename.clone()),
             None => Attachment::new(attachment.filename.clone()),
         };
-        mixed = mixed.singlepart(part.body(content.clone(), content_type));
+        // Attachments always travel as base64: their bytes reach the recipient exactly, and no
+        // bare line ending can change between the body hash and a verifier's reading.
+        let body = Body::new_with_encoding(content.clone(), ContentTransferEncoding::Base64)
+            .map_err(|_| anyhow::anyhow!("base64 encoding an attachment"))?;
+        mixed = mixed.singlepart(part.body(body, content_type));
     }
     Ok(builder.multipart(mixed)?)
 }

@@ -27,9 +27,13 @@ impl DkimSigner {
         Ok(DkimSigner { domain: domain.to_string(), selector: selector.to_string(), key, rng: SystemRandom::new() })
     }
 
-    /// The message (CRLF line endings) with a `DKIM-Signature` field prepended, signed at
-    /// `timestamp` (Unix seconds).
+    /// The message with a `DKIM-Signature` field prepended, signed at `timestamp` (Unix
+    /// seconds). Line endings are made CRLF first (a bare LF or CR becomes CRLF), and those are
+    /// the bytes signed and returned: every verifier reads a message with CRLF line endings, so
+    /// a bare LF signed as it stands would not verify.
     pub fn sign(&self, message: &[u8], timestamp: i64) -> anyhow::Result<Vec<u8>> {
+        let normalized = crlf_line_endings(message);
+        let message = &normalized[..];
         let (head, body) = match find(message, b"\r\n\r\n") {
             Some(end) => (&message[..end + 2], &message[end + 4..]),
             None => (message, &b""[..]),
@@ -59,6 +63,31 @@ impl DkimSigner {
         signed.extend_from_slice(message);
         Ok(signed)
     }
+}
+
+/// `message` with every line ending CRLF: bare LFs and bare CRs become CRLF.
+pub fn crlf_line_endings(message: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    let bare = message.iter().enumerate().any(|(i, &byte)| match byte {
+        b'\r' => message.get(i + 1) != Some(&b'\n'),
+        b'\n' => i == 0 || message[i - 1] != b'\r',
+        _ => false,
+    });
+    if !bare {
+        return std::borrow::Cow::Borrowed(message);
+    }
+    let mut out = Vec::with_capacity(message.len() + message.len() / 16);
+    let mut bytes = message.iter().peekable();
+    while let Some(&byte) = bytes.next() {
+        match byte {
+            b'\r' => {
+                bytes.next_if_eq(&&b'\n');
+                out.extend_from_slice(b"\r\n");
+            }
+            b'\n' => out.extend_from_slice(b"\r\n"),
+            _ => out.push(byte),
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -164,6 +193,12 @@ mod tests {
         assert_eq!(relaxed_body(b"a  b \t\r\nc\r\n\r\n\r\n"), b"a b\r\nc\r\n".to_vec());
         assert_eq!(relaxed_body(b"\r\n\r\n"), Vec::<u8>::new());
         assert_eq!(relaxed_body(b"last line"), b"last line\r\n".to_vec());
+    }
+
+    #[test]
+    fn bare_line_feeds_and_carriage_returns_become_crlf() {
+        assert_eq!(&crlf_line_endings(b"a\nb\rc\r\nd\n\n")[..], b"a\r\nb\r\nc\r\nd\r\n\r\n");
+        assert!(matches!(crlf_line_endings(b"a\r\nb"), std::borrow::Cow::Borrowed(_)));
     }
 
     #[test]

@@ -184,7 +184,12 @@ async fn post(client: &reqwest::Client, settings: &WebhookSettings, due: &Due, s
         .header("user-agent", USER_AGENT)
         .header("hook-id", due.event_id.to_string())
         .header("hook-timestamp", signed.timestamp.to_string())
-        .header("hook-signature", signed.signature)
+        .header("hook-signature", &signed.signature)
+        // The same values under Standard Webhooks' names, which the `standardwebhooks` and
+        // `svix` libraries and the Resend SDKs' verifiers read.
+        .header("webhook-id", due.event_id.to_string())
+        .header("webhook-timestamp", signed.timestamp.to_string())
+        .header("webhook-signature", &signed.signature)
         .body(signed.body)
         .send()
         .await

@@ -14,6 +14,24 @@ use rsa::pkcs8::DecodePublicKey;
 use rsa::{Pkcs1v15Sign, RsaPublicKey};
 use sha2::{Digest, Sha256};
 
+/// The message re-read as lines, each ended by CRLF (whatever ended it: CRLF, LF or CR).
+fn as_crlf_lines(message: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(message.len());
+    let mut i = 0;
+    while i < message.len() {
+        match message[i] {
+            b'\r' if message.get(i + 1) == Some(&b'\n') => {
+                out.extend_from_slice(b"\r\n");
+                i += 1;
+            }
+            b'\r' | b'\n' => out.extend_from_slice(b"\r\n"),
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    out
+}
+
 /// What a valid signature covers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verified {
@@ -25,10 +43,13 @@ pub struct Verified {
     pub signed_headers: Vec<String>,
 }
 
-/// Verifies the first DKIM-Signature of `message` (raw bytes with CRLF line endings) with the
-/// public key `public_key_b64` (base64 of the DER SubjectPublicKeyInfo, i.e. the DNS `p=` value).
+/// Verifies the first DKIM-Signature of `message` with the public key `public_key_b64` (base64
+/// of the DER SubjectPublicKeyInfo, i.e. the DNS `p=` value). Like dkimpy and every MTA, it
+/// reads lines ending in CRLF, LF or CR alike, as CRLF lines: a signer that hashed a bare LF
+/// as it stands fails here as it would there.
 pub fn verify(message: &[u8], public_key_b64: &str) -> Result<Verified, String> {
-    let (fields, body) = split_message(message);
+    let message = as_crlf_lines(message);
+    let (fields, body) = split_message(&message);
     let signature_field =
         fields.iter().find(|field| field.is_named("dkim-signature")).ok_or("no DKIM-Signature header")?;
     let signature = Signature::parse(signature_field)?;

@@ -2,6 +2,7 @@
 //! the real `herald` application on port 0, job workers on demand, and an HTTP client.
 
 pub mod browser;
+pub mod clients;
 pub mod cloudflare;
 pub mod dkim;
 pub mod dns;

@@ -160,8 +160,34 @@ async fn read_request(stream: &mut tokio::net::TcpStream) -> Option<(String, Has
 
 /// Document C's verification contract: every `v1,` entry of `hook-signature` that is the
 /// base64 HMAC-SHA256 of `<hook-id>.<hook-timestamp>.<raw body>` under the secret's key.
-/// Answers how many entries verify (0 rejects the delivery).
+/// Answers how many entries verify (0 rejects the delivery). The `webhook-*` headers must
+/// repeat the `hook-*` ones, and the `standardwebhooks` library (PyPI), reading only those,
+/// must reach the same verdict.
 pub fn verified_signatures(secret: &str, delivery: &Delivery) -> usize {
+    for name in ["id", "timestamp", "signature"] {
+        assert_eq!(delivery.header(&format!("webhook-{name}")), delivery.header(&format!("hook-{name}")), "webhook-{name}");
+    }
+    let verified = own_verified_signatures(secret, delivery);
+    let library = standard_webhooks_verifies(secret, delivery);
+    assert_eq!(library.is_ok(), verified > 0, "standardwebhooks agrees with the contract: {library:?}");
+    verified
+}
+
+/// Whether `standardwebhooks` from PyPI verifies the delivery (its reason when not).
+pub fn standard_webhooks_verifies(secret: &str, delivery: &Delivery) -> Result<(), String> {
+    let input = serde_json::json!({
+        "secret": secret,
+        "headers": delivery.headers,
+        "body": String::from_utf8_lossy(&delivery.body),
+    });
+    let mut command = crate::clients::python();
+    command.arg(crate::clients::script("standard_webhooks_verify.py"));
+    let output = crate::clients::run(command, input.to_string().as_bytes());
+    let said = String::from_utf8_lossy(&output.stdout).into_owned() + &String::from_utf8_lossy(&output.stderr);
+    if output.status.success() { Ok(()) } else { Err(said) }
+}
+
+fn own_verified_signatures(secret: &str, delivery: &Delivery) -> usize {
     let key = STANDARD.decode(secret.strip_prefix("whsec_").expect("a whsec_ secret")).expect("base64 key");
     let timestamp: i64 = delivery.header("hook-timestamp").parse().expect("a numeric hook-timestamp");
     assert!((chrono::Utc::now().timestamp() - timestamp).abs() <= 300, "the timestamp is within five minutes");

@@ -37,6 +37,10 @@ async fn a_known_path_with_a_wrong_method_is_a_json_405_method_not_allowed() {
     let app = TestApp::spawn().await;
     let answer = Answer::from(app.request(Method::PUT, "/api-keys").send().await.unwrap()).await;
     answer.assert_error(405, "method_not_allowed");
+    assert_eq!(answer.header("allow"), Some("POST, GET"), "RFC 9110: a 405 names the allowed methods");
+    let anonymous = Answer::from(app.client.post(app.url("/api/v1/emails/x")).send().await.unwrap()).await;
+    anonymous.assert_error(405, "method_not_allowed");
+    assert_eq!(anonymous.header("allow"), Some("GET, PATCH"));
 }
 
 #[tokio::test]

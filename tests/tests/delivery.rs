@@ -270,3 +270,35 @@ async fn an_attachment_path_is_fetched_over_verified_https_and_delivered_with_th
     mail.wait_for_event(&id, "delivered").await;
     std::fs::remove_file(ca_file).unwrap();
 }
+
+#[tokio::test]
+async fn attachments_with_any_line_endings_arrive_intact_and_verify_with_dkimpy() {
+    let mail = mail::setup().await;
+    let long_line = "x".repeat(2_500);
+    let binary: Vec<u8> = (0..=255u8).chain([b'\n', b'\r', 0, b'.', b'\n']).collect();
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("lf.csv", b"id,name\n1,Ada\n2,Grace\n".to_vec()),
+        ("cr.txt", b"one\rtwo\r".to_vec()),
+        ("crlf.txt", b"one\r\ntwo\r\n".to_vec()),
+        ("mixed.txt", b"a\nb\r\nc\rd\n\n.\n".to_vec()),
+        ("long.txt", long_line.clone().into_bytes()),
+        ("eight-bit.txt", "café, naïve, 日本語\nsecond line\n".as_bytes().to_vec()),
+        ("blob.bin", binary),
+    ];
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let mut body = Mail::message("jo@inbox.test");
+    body["text"] = json!("Lines\nwith bare\rendings\r\nand a long one: ".to_string() + &long_line);
+    body["attachments"] =
+        json!(files.iter().map(|(name, bytes)| json!({ "filename": name, "content": b64(bytes) })).collect::<Vec<_>>());
+    mail.send(body).await;
+
+    let received = mail.sink.wait_for(1, WAIT).await;
+    let message = &received[0];
+    let key = mail::dkim_public_key(&mail.domain);
+    tests::dkim::verify(&message.data, &key).expect("the signature verifies with our own verifier");
+    tests::clients::dkimpy_verify(&message.data, &key).expect("the signature verifies with dkimpy");
+    let joined = message.text().replace("\r\n", "");
+    for (name, bytes) in &files {
+        assert!(joined.contains(&b64(bytes)), "{name} arrives byte for byte, base64-encoded");
+    }
+}

@@ -139,3 +139,61 @@ async fn a_graceful_shutdown_writes_every_queued_log() {
     let logged: i64 = sqlx::query_scalar("SELECT count(*) FROM request_logs").fetch_one(&pool).await.unwrap();
     assert_eq!(logged, 200);
 }
+
+#[tokio::test]
+async fn a_stream_of_hostile_requests_loses_no_other_requests_log() {
+    let app = TestApp::spawn_unthrottled().await;
+    // 1,000 good requests with 50 hostile ones (a NUL in the body, which jsonb cannot hold)
+    // among them, 50 at a time so that their logs share insert statements.
+    let requests: Vec<(usize, bool)> = (0..1_050).map(|i| (i, i % 21 == 20)).collect();
+    let mut hostile_ids = Vec::new();
+    let app = &app;
+    for chunk in requests.chunks(50) {
+        let answers = futures::future::join_all(chunk.iter().map(|&(i, hostile)| async move {
+            let body = if hostile { json!({ "name": "a\u{0}b" }) } else { json!({ "name": format!("Segment {i}") }) };
+            (hostile, app.post("/segments", body).await)
+        }))
+        .await;
+        for (hostile, answer) in answers {
+            assert_eq!(answer.status, if hostile { 400 } else { 201 }, "{}", answer.body);
+            if hostile {
+                hostile_ids.push(answer.header("x-request-id").unwrap().to_string());
+            }
+        }
+    }
+    app.wait_for_rows("request_logs WHERE response_status = 201", 1_000).await;
+    app.wait_for_rows("request_logs WHERE response_status = 400", 50).await;
+    let log = app.get(&format!("/logs/{}", hostile_ids[0])).await;
+    assert_eq!(log.body["request_body"]["name"], "a\u{fffd}b", "the hostile call's log is kept, its NUL replaced");
+    assert_eq!(app.get("/health").await.body["request_logs_dropped"], 0);
+}
+
+#[tokio::test]
+async fn a_log_postgresql_refuses_is_isolated_counted_and_takes_no_other_log_with_it() {
+    let app = TestApp::spawn().await;
+    let (writer, task) = api::request_log::LogWriter::start(app.pool.clone());
+    let log = |team_id: uuid::Uuid| schema::store::request_logs::RequestLog {
+        id: schema::ids::new_id(),
+        team_id,
+        created_at: chrono::Utc::now(),
+        endpoint: "/segments".into(),
+        path: "/segments".into(),
+        method: "POST".into(),
+        response_status: 201,
+        user_agent: "test".into(),
+        source: "api".into(),
+        request_id: "r".into(),
+        latency_ms: 1,
+        api_key_id: None,
+        email_id: None,
+        request_body: Some(json!({ "name": "a\u{0}" })),
+        response_body: None,
+    };
+    // A log naming no team breaks the foreign key: PostgreSQL refuses its whole statement.
+    for i in 0..1_050 {
+        writer.write(log(if i % 21 == 20 { uuid::Uuid::now_v7() } else { app.team_id })).await;
+    }
+    task.close().await;
+    assert_eq!(app.count("request_logs").await, 1_000, "every good log is written");
+    assert_eq!(writer.dropped(), 50, "each refused log is counted");
+}

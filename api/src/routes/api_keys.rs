@@ -3,6 +3,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{page_request, search_text};
+use crate::fields::{IdText, Nullable};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -79,18 +80,18 @@ pub struct ApiKeyItem {
     pub name: String,
     pub created_at: DateTime<Utc>,
     /// Last authenticated use, refreshed at most once a minute.
-    pub last_used_at: Option<DateTime<Utc>>,
+    pub last_used_at: Nullable<DateTime<Utc>>,
     pub permission: Permission,
     /// The domain a `sending_access` key is pinned to.
-    pub domain_id: Option<String>,
+    pub domain_id: Nullable<String>,
     /// Leading characters of the token.
     pub key_prefix: String,
     pub status: KeyStatus,
     /// The request log of the last use.
-    pub last_used_request_log_id: Option<String>,
+    pub last_used_request_log_id: Nullable<String>,
     pub inbox_access: InboxAccess,
     /// Channels the Inbox access is limited to; null means every open unrestricted channel.
-    pub inbox_channel_ids: Option<Vec<String>>,
+    pub inbox_channel_ids: Nullable<Vec<String>>,
 }
 
 /// A page of API keys.
@@ -169,11 +170,12 @@ impl ApiKeysApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// `active` (default), `revoked` or `all`.
         status: Query<Option<StatusQuery>>,
         /// Case-insensitive substring of the name; `%` and `_` match literally.
@@ -281,13 +283,13 @@ fn item(key: api_keys::ApiKey) -> ApiKeyItem {
         id: key.id.to_string(),
         name: key.name,
         created_at: key.created_at,
-        last_used_at: key.last_used_at,
+        last_used_at: key.last_used_at.into(),
         permission: key.permission,
-        domain_id: key.domain_id.map(|d| d.to_string()),
+        domain_id: key.domain_id.map(|d| d.to_string()).into(),
         key_prefix: key.key_prefix,
         status: key.status,
-        last_used_request_log_id: key.last_used_request_log_id.map(|d| d.to_string()),
+        last_used_request_log_id: key.last_used_request_log_id.map(|d| d.to_string()).into(),
         inbox_access: key.inbox_access,
-        inbox_channel_ids: key.inbox_channel_ids.map(|ids| ids.iter().map(Uuid::to_string).collect()),
+        inbox_channel_ids: key.inbox_channel_ids.map(|ids| ids.iter().map(Uuid::to_string).collect()).into(),
     }
 }

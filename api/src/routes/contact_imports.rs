@@ -3,6 +3,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::fields::{IdText, Nullable};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use crate::routes::segments::segment_ids;
 use crate::routes::topics::{TopicChoice, checked_choices};
@@ -91,7 +92,7 @@ pub struct ImportView {
     /// `queued`, `in_progress`, `completed` or `failed`.
     pub status: String,
     pub created_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
+    pub completed_at: Nullable<DateTime<Utc>>,
     pub counts: Counts,
     /// Why the import failed, when it did.
     #[oai(skip_serializing_if_is_none)]
@@ -161,11 +162,12 @@ impl ContactImportsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// Only imports in this status: `queued`, `in_progress`, `completed` or `failed`.
         status: Query<Option<String>>,
     ) -> ApiResult<Json<ImportList>> {
@@ -306,7 +308,7 @@ fn view(import: Import, full: bool) -> ImportView {
         id: import.id.to_string(),
         status: import.status,
         created_at: import.created_at,
-        completed_at: import.completed_at,
+        completed_at: import.completed_at.into(),
         counts: Counts { total: import.total, created: import.created, updated: import.updated, skipped: import.skipped, failed: import.failed },
         error: import.error,
         failed_rows,

@@ -3,6 +3,7 @@
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
+use crate::fields::{Choice, Choices, Nullable};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use schema::model::property_kind;
 use crate::routes::{Deleted, Tag, Updated, path_id};
@@ -19,15 +20,20 @@ use serde_json::Value;
 
 pub struct ContactPropertiesApi;
 
+crate::choices! {
+    /// A property's type: `string`, `number` or `boolean`.
+    PropertyType = &["string", "number", "boolean"];
+}
+
 /// Body of `POST /contact-properties`.
 #[derive(Object, Deserialize)]
 pub struct CreateProperty {
     /// A letter or `_`, then letters, digits or `_`; at most 50 characters.
+    #[oai(validator(max_length = 50, pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub key: String,
-    /// `string`, `number` or `boolean`.
     #[oai(rename = "type")]
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Choice<PropertyType>,
     /// Used where a contact has no value; of the property's type.
     pub fallback_value: Option<Value>,
 }
@@ -68,8 +74,8 @@ pub struct PropertyView {
     pub id: String,
     pub key: String,
     #[oai(rename = "type")]
-    pub kind: String,
-    pub fallback_value: Option<Value>,
+    pub kind: Choice<PropertyType>,
+    pub fallback_value: Nullable<Value>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -91,7 +97,7 @@ impl ContactPropertiesApi {
         if !valid_key(&body.key) {
             return Err(ApiError::invalid_field("key", "must be a letter or _, then letters, digits or _, at most 50 characters"));
         }
-        if !matches!(body.kind.as_str(), "string" | "number" | "boolean") {
+        if !PropertyType::allows(&body.kind) {
             return Err(ApiError::invalid_field("type", "must be string, number or boolean"));
         }
         check_fallback(&body.kind, body.fallback_value.as_ref())?;
@@ -181,8 +187,8 @@ fn view(property: Property) -> PropertyView {
         object: "contact_property".into(),
         id: property.id.to_string(),
         key: property.key,
-        kind: property.kind,
-        fallback_value: property.fallback_value,
+        kind: property.kind.into(),
+        fallback_value: property.fallback_value.into(),
         created_at: property.created_at,
     }
 }

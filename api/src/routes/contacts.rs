@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::fields::{EmailAddress, IdText, Nullable};
 use crate::routes::segments::segment_ids;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
@@ -37,10 +38,12 @@ const MAX_STRING_VALUE: usize = 2000;
 #[derive(Object, Deserialize)]
 pub struct CreateContact {
     /// The address; an existing one (matched case-insensitively) is updated instead.
-    pub email: String,
+    pub email: EmailAddress,
     /// Up to 200 characters.
+    #[oai(validator(max_length = 200))]
     pub first_name: Option<String>,
     /// Up to 200 characters.
+    #[oai(validator(max_length = 200))]
     pub last_name: Option<String>,
     /// Global opt-out. A repeat create never sets it back to false.
     pub unsubscribed: Option<bool>,
@@ -72,12 +75,14 @@ pub enum CreateResponse {
 #[derive(Object, Deserialize)]
 pub struct UpdateContact {
     /// A new address; it must not belong to another contact.
-    pub email: Option<String>,
-    /// `null` clears it.
+    pub email: Option<EmailAddress>,
+    /// Up to 200 characters; `null` clears it.
     #[serde(default)]
+    #[oai(validator(max_length = 200))]
     pub first_name: MaybeUndefined<String>,
-    /// `null` clears it.
+    /// Up to 200 characters; `null` clears it.
     #[serde(default)]
+    #[oai(validator(max_length = 200))]
     pub last_name: MaybeUndefined<String>,
     /// `true` unsubscribes, `false` resubscribes; each change writes a consent record.
     pub unsubscribed: Option<bool>,
@@ -92,8 +97,8 @@ pub struct ContactView {
     pub object: String,
     pub id: String,
     pub email: String,
-    pub first_name: Option<String>,
-    pub last_name: Option<String>,
+    pub first_name: Nullable<String>,
+    pub last_name: Nullable<String>,
     pub unsubscribed: bool,
     pub created_at: DateTime<Utc>,
     /// Property values (retrieve only).
@@ -121,7 +126,7 @@ impl ContactsApi {
     /// Create a contact, or update the one with this address (its id is answered; no 409).
     /// Emits `contact.created` or `contact.updated`.
     #[oai(path = "/contacts", method = "post", operation_id = "create-contact")]
-    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateContact>) -> ApiResult<CreateResponse> {
+    pub(crate) async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateContact>) -> ApiResult<CreateResponse> {
         let body = body.0;
         let email = address(&body.email)?;
         let first_name = name("first_name", body.first_name)?;
@@ -169,16 +174,17 @@ impl ContactsApi {
     /// List the team's contacts, newest first, without their properties. Paging ends with an
     /// empty page.
     #[oai(path = "/contacts", method = "get", operation_id = "list-contacts")]
-    async fn list(
+    pub(crate) async fn list(
         &self,
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// Only the segment's members, evaluated now as a broadcast would resolve them.
         segment_id: Query<Option<String>>,
     ) -> ApiResult<Json<ContactList>> {
@@ -198,7 +204,7 @@ impl ContactsApi {
 
     /// Retrieve a contact, by id or address, with its properties.
     #[oai(path = "/contacts/:contact", method = "get", operation_id = "get-contact")]
-    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactView>> {
+    pub(crate) async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactView>> {
         let key = contact_key(&contact.0)?;
         let found = contacts::find(&mut *state.pool.acquire().await?, caller.team_id, &key, false).await?;
         let found = found.ok_or_else(|| ApiError::not_found("Contact"))?;
@@ -212,7 +218,7 @@ impl ContactsApi {
     /// Update a contact. `unsubscribed` changes write consent records; `properties` merge by
     /// key and `null` removes one. Emits `contact.updated`.
     #[oai(path = "/contacts/:contact", method = "patch", operation_id = "update-contact")]
-    async fn update(
+    pub(crate) async fn update(
         &self,
         state: Data<&AppState>,
         caller: Data<&Caller>,
@@ -255,7 +261,7 @@ impl ContactsApi {
     /// Erase a contact: its personal data is gone; consent records stay under a hash of the
     /// address. Emits `contact.deleted` carrying the contact as it was.
     #[oai(path = "/contacts/:contact", method = "delete", operation_id = "delete-contact")]
-    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<Deleted>> {
+    pub(crate) async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<Deleted>> {
         let key = contact_key(&contact.0)?;
         let mut tx = state.pool.begin().await?;
         let before = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
@@ -406,8 +412,8 @@ fn view(contact: Contact, full: bool) -> ContactView {
         object: "contact".into(),
         id: contact.id.to_string(),
         email: contact.email,
-        first_name: contact.first_name,
-        last_name: contact.last_name,
+        first_name: contact.first_name.into(),
+        last_name: contact.last_name.into(),
         unsubscribed: contact.unsubscribed,
         created_at: contact.created_at,
         properties: full.then_some(contact.properties),

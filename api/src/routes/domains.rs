@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::fields::{IdText, Nullable};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -107,15 +108,15 @@ pub struct DnsRecord {
     /// when the DNS host does not split long TXT values itself.
     pub value: String,
     /// MX priority.
-    pub priority: Option<u16>,
+    pub priority: Nullable<u16>,
     /// Always `Auto`.
     pub ttl: String,
     pub status: RecordStatus,
     /// Whether the domain's capabilities need this record (DKIM and mail-from always).
     pub required: bool,
     /// What the last check found at the name instead, when it did not match.
-    pub found: Option<String>,
-    pub checked_at: Option<DateTime<Utc>>,
+    pub found: Nullable<String>,
+    pub checked_at: Nullable<DateTime<Utc>>,
 }
 
 /// A DKIM rotation waiting for its new key to appear in DNS.
@@ -143,12 +144,12 @@ pub struct DomainView {
     pub open_tracking: bool,
     pub click_tracking: bool,
     pub records: Vec<DnsRecord>,
-    pub dkim_rotation: Option<DkimRotation>,
+    pub dkim_rotation: Nullable<DkimRotation>,
     /// Whether a DNS provider token is kept for auto-configuration.
     pub autoconfigure_credential: bool,
-    pub checked_at: Option<DateTime<Utc>>,
+    pub checked_at: Nullable<DateTime<Utc>>,
     /// When the domain last became verified.
-    pub verified_at: Option<DateTime<Utc>>,
+    pub verified_at: Nullable<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -194,11 +195,11 @@ pub struct ClaimView {
     pub status: String,
     /// Why a pending claim has not transferred: `record_not_found`, `owner_recently_verified`
     /// (within 72 hours), `owner_recently_sent` (within 24 hours) or `owner_has_scheduled_mail`.
-    pub blocked_reason: Option<String>,
+    pub blocked_reason: Nullable<String>,
     pub record: ClaimRecord,
-    pub checked_at: Option<DateTime<Utc>>,
+    pub checked_at: Nullable<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,
-    pub completed_at: Option<DateTime<Utc>>,
+    pub completed_at: Nullable<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -309,11 +310,12 @@ impl DomainsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<DomainList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
@@ -835,11 +837,11 @@ fn view(state: &AppState, domain: Domain, states: &[RecordState]) -> DomainView 
                 name: record.name,
                 fqdn: record.fqdn,
                 value: record.value,
-                priority: record.priority,
+                priority: record.priority.into(),
                 ttl: "Auto".into(),
                 status: checked.map_or(RecordStatus::NotStarted, |s| s.status),
-                found: checked.and_then(|s| s.found.clone()),
-                checked_at: checked.and_then(|s| s.checked_at),
+                found: checked.and_then(|s| s.found.clone()).into(),
+                checked_at: checked.and_then(|s| s.checked_at).into(),
             }
         })
         .collect();
@@ -859,13 +861,13 @@ fn view(state: &AppState, domain: Domain, states: &[RecordState]) -> DomainView 
         open_tracking: domain.open_tracking,
         click_tracking: domain.click_tracking,
         records,
-        dkim_rotation: domain.dkim_next_public_key.zip(domain.dkim_rotation_started_at).map(|(key, started_at)| DkimRotation {
+        dkim_rotation: Nullable::from(domain.dkim_next_public_key.zip(domain.dkim_rotation_started_at).map(|(key, started_at)| DkimRotation {
             next_value: schema::domain::dkim_value(&key),
             started_at,
-        }),
+        })),
         autoconfigure_credential: domain.has_credential,
-        checked_at: domain.checked_at,
-        verified_at: domain.verified_at,
+        checked_at: domain.checked_at.into(),
+        verified_at: domain.verified_at.into(),
         created_at: domain.created_at,
     }
 }
@@ -878,10 +880,10 @@ fn claim_view(claim: Claim) -> ClaimView {
         record: ClaimRecord { record_type: "TXT".into(), name: "@".into(), fqdn: claim.name.clone(), value: claim.token },
         name: claim.name,
         status: claim.status,
-        blocked_reason: claim.blocked_reason,
-        checked_at: claim.checked_at,
+        blocked_reason: claim.blocked_reason.into(),
+        checked_at: claim.checked_at.into(),
         expires_at: claim.expires_at,
-        completed_at: claim.completed_at,
+        completed_at: claim.completed_at.into(),
         created_at: claim.created_at,
     }
 }

@@ -5,6 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin, IdempotencyKey};
 use crate::paging::{date_range, page_request, search_text};
+use crate::fields::{IdText, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::send::{self, SendEmail};
 use crate::state::{AppState, Caller};
@@ -14,6 +15,7 @@ use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::{ParseFromJSON, ToJSON};
 use poem_openapi::{ApiResponse, Object};
 use schema::jobs::Deliver;
 use schema::store::emails::{self, Email, Recipient};
@@ -38,12 +40,20 @@ pub struct SentBatch {
     pub data: Vec<Sent>,
 }
 
-/// An answer that may be a replay of an idempotent request.
+/// The answer of `POST /emails`, which may be a replay of an idempotent request.
 #[derive(ApiResponse)]
 pub enum SendResponse {
     /// Accepted (or the original answer to this `Idempotency-Key`).
     #[oai(status = 200)]
-    Ok(Json<Value>),
+    Ok(Json<Sent>),
+}
+
+/// The answer of `POST /emails/batch`, which may be a replay of an idempotent request.
+#[derive(ApiResponse)]
+pub enum BatchResponse {
+    /// Accepted (or the original answer to this `Idempotency-Key`).
+    #[oai(status = 200)]
+    Ok(Json<SentBatch>),
 }
 
 /// One recipient and how its delivery stands.
@@ -59,7 +69,7 @@ pub struct RecipientView {
     /// Submission attempts so far.
     pub attempts: i32,
     /// The last SMTP reply or failure.
-    pub last_response: Option<String>,
+    pub last_response: Nullable<String>,
 }
 
 /// One event of an email's timeline.
@@ -86,8 +96,8 @@ pub struct EmailView {
     pub bcc: Vec<String>,
     pub reply_to: Vec<String>,
     pub subject: String,
-    pub html: Option<String>,
-    pub text: Option<String>,
+    pub html: Nullable<String>,
+    pub text: Nullable<String>,
     /// Custom headers, name to value.
     pub headers: Value,
     /// Tags, name to value.
@@ -97,18 +107,18 @@ pub struct EmailView {
     /// The latest event: `queued`, `scheduled`, `sent`, `delivered`, `delivery_delayed`,
     /// `bounced`, `complained`, `failed`, `canceled` or `suppressed`.
     pub last_event: String,
-    pub scheduled_at: Option<DateTime<Utc>>,
+    pub scheduled_at: Nullable<DateTime<Utc>>,
     /// Why the email failed (`ambiguous_submission`, `tls_required`).
-    pub failed_reason: Option<String>,
+    pub failed_reason: Nullable<String>,
     /// The key that sent it.
-    pub api_key_id: Option<String>,
+    pub api_key_id: Nullable<String>,
     /// Size of the bodies and attachments in bytes.
     pub size: i32,
     pub created_at: DateTime<Utc>,
     /// Per-recipient delivery (retrieve only).
-    pub recipients: Option<Vec<RecipientView>>,
+    pub recipients: Nullable<Vec<RecipientView>>,
     /// The email's events, oldest first (retrieve only).
-    pub events: Option<Vec<TimelineItem>>,
+    pub events: Nullable<Vec<TimelineItem>>,
 }
 
 /// A page of emails.
@@ -166,11 +176,11 @@ pub struct AttachmentView {
     pub id: String,
     pub filename: String,
     pub content_type: String,
-    pub content_id: Option<String>,
+    pub content_id: Nullable<String>,
     /// Bytes.
     pub size: i32,
     /// The bytes, base64 (retrieve only).
-    pub content: Option<String>,
+    pub content: Nullable<String>,
 }
 
 /// The attachments of an email.
@@ -202,8 +212,9 @@ impl EmailsApi {
             let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
             let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed)).await?;
             Ok(vec![send::authorize(&caller, &facts, parsed, &state.fetcher, None).await?])
-        }, |ids| json!({ "id": ids[0] }))
+        }, |ids| Sent { id: ids[0].to_string() })
         .await
+        .map(|sent| SendResponse::Ok(Json(sent)))
     }
 
     /// Send up to 100 emails in one request, validated all or nothing (errors name the index).
@@ -217,7 +228,7 @@ impl EmailsApi {
         #[oai(name = "Idempotency-Key")]
         idempotency_key: Header<Option<String>>,
         body: Body<Vec<SendEmail>>,
-    ) -> ApiResult<SendResponse> {
+    ) -> ApiResult<BatchResponse> {
         let Body(items, raw) = body;
         let now = Utc::now();
         if items.is_empty() || items.len() > schema::email::MAX_BATCH {
@@ -241,8 +252,9 @@ impl EmailsApi {
                 ready.push(send::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await?);
             }
             Ok(ready)
-        }, |ids| json!({ "data": ids.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>() }))
+        }, |ids| SentBatch { data: ids.iter().map(|id| Sent { id: id.to_string() }).collect() })
         .await
+        .map(|sent| BatchResponse::Ok(Json(sent)))
     }
 
     /// List the team's emails, newest first.
@@ -253,11 +265,12 @@ impl EmailsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// Only emails whose latest event is this one.
         status: Query<Option<String>>,
         /// Only emails sent with this key.
@@ -350,12 +363,12 @@ impl EmailsApi {
         let recipients = emails::recipients(&mut conn, &[id]).await?;
         let timeline = emails::timeline(&mut conn, id).await?;
         let mut view = view(email, &recipients, true);
-        view.events = Some(
+        view.events = Nullable::from(Some(
             timeline
                 .into_iter()
                 .map(|e| TimelineItem { id: e.id.to_string(), event_type: e.event_type, created_at: e.created_at, data: e.data })
                 .collect(),
-        );
+        ));
         Ok(Json(view))
     }
 
@@ -432,23 +445,27 @@ impl EmailsApi {
 /// Runs a send under its idempotency key: a replay answers the stored response; otherwise
 /// `prepare` builds the emails (reads only), then one transaction accepts them and stores the
 /// answer `answer(ids)`.
-async fn idempotent<F, Fut>(
+async fn idempotent<F, Fut, A>(
     state: &AppState,
     caller: &Caller,
     key: Option<&str>,
     path: &str,
     raw: &[u8],
     prepare: F,
-    answer: impl Fn(&[Uuid]) -> Value,
-) -> ApiResult<SendResponse>
+    answer: impl Fn(&[Uuid]) -> A,
+) -> ApiResult<A>
 where
     F: FnOnce() -> Fut,
     Fut: std::future::Future<Output = ApiResult<Vec<schema::store::emails::NewEmail>>>,
+    A: ToJSON + ParseFromJSON,
 {
     let key = IdempotencyKey::parse(key)?;
     let print = idempotency::fingerprint("POST", path, raw);
     let claimed = match idempotency::begin(&state.pool, caller.team_id, key.as_ref(), &print).await? {
-        Begin::Replay { body, .. } => return Ok(SendResponse::Ok(Json(body))),
+        Begin::Replay { body, .. } => {
+            return A::parse_from_json(Some(body))
+                .map_err(|error| ApiError::from(anyhow::anyhow!("stored answer of {path}: {}", error.into_message())));
+        }
         Begin::Proceed(claimed) => claimed,
     };
     let result = async {
@@ -457,14 +474,14 @@ where
         let ids = send::accept(&mut tx, caller.team_id, ready, Utc::now()).await?;
         let body = answer(&ids);
         if let Some(claimed) = &claimed {
-            claimed.complete(&mut tx, StatusCode::OK, &body).await?;
+            claimed.complete(&mut tx, StatusCode::OK, &body.to_json().unwrap_or_default()).await?;
         }
         tx.commit().await?;
         Ok(body)
     }
     .await;
     match result {
-        Ok(body) => Ok(SendResponse::Ok(Json(body))),
+        Ok(body) => Ok(body),
         Err(error) => {
             if let Some(claimed) = claimed {
                 claimed.release(&state.pool).await;
@@ -517,29 +534,29 @@ fn view(email: Email, recipients: &[Recipient], full: bool) -> EmailView {
         bcc: of_kind("bcc"),
         reply_to: email.reply_to,
         subject: email.subject,
-        html: if full { email.html } else { None },
-        text: if full { email.text } else { None },
+        html: if full { email.html.into() } else { None.into() },
+        text: if full { email.text.into() } else { None.into() },
         headers: email.headers,
         tags: email.tags,
         message_id: email.message_id,
         last_event: email.last_event,
-        scheduled_at: email.scheduled_at,
-        failed_reason: email.failed_reason,
-        api_key_id: email.api_key_id.map(|id| id.to_string()),
+        scheduled_at: email.scheduled_at.into(),
+        failed_reason: email.failed_reason.into(),
+        api_key_id: email.api_key_id.map(|id| id.to_string()).into(),
         size: email.size_bytes,
         created_at: email.created_at,
-        recipients: full.then(|| {
+        recipients: Nullable::from(full.then(|| {
             own.iter()
                 .map(|r| RecipientView {
                     email: r.email.clone(),
                     kind: r.kind.clone(),
                     status: r.status.clone(),
                     attempts: r.attempts,
-                    last_response: r.last_response.clone(),
+                    last_response: r.last_response.clone().into(),
                 })
                 .collect()
-        }),
-        events: None,
+        })),
+        events: None.into(),
     }
 }
 
@@ -549,8 +566,8 @@ fn attachment_view(attachment: emails::Attachment, content: Option<String>) -> A
         id: attachment.id.to_string(),
         filename: attachment.filename,
         content_type: attachment.content_type,
-        content_id: attachment.content_id,
+        content_id: attachment.content_id.into(),
         size: attachment.size,
-        content,
+        content: content.into(),
     }
 }

@@ -1,5 +1,6 @@
 //! Liveness and readiness, unauthenticated.
 
+use crate::fields::Nullable;
 use crate::routes::Tag;
 use crate::state::AppState;
 use poem::web::Data;
@@ -18,6 +19,9 @@ pub struct Health {
     pub version: String,
     /// The deployment name (`HERALD_ENV`).
     pub env: String,
+    /// Request logs this process could not write since it started (PostgreSQL refused them or
+    /// could not be reached); anything above 0 is in the process's error log.
+    pub request_logs_dropped: u64,
 }
 
 /// One readiness check.
@@ -31,7 +35,7 @@ pub struct Check {
     #[oai(rename = "durationMs")]
     pub duration_ms: u64,
     /// Why it failed.
-    pub error: Option<String>,
+    pub error: Nullable<String>,
 }
 
 /// Whether the service can do its work.
@@ -65,7 +69,12 @@ impl HealthApi {
     /// Liveness: answers while the process runs.
     #[oai(path = "/health", method = "get", operation_id = "get-health")]
     async fn health(&self, state: Data<&AppState>) -> Json<Health> {
-        Json(Health { status: "ok".into(), version: env!("CARGO_PKG_VERSION").into(), env: state.config.env.clone() })
+        Json(Health {
+            status: "ok".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            env: state.config.env.clone(),
+            request_logs_dropped: state.logs.dropped(),
+        })
     }
 
     /// Readiness: the database answers and at least one job worker reported in the last 15 seconds.
@@ -108,6 +117,6 @@ async fn check(name: &str, probe: impl Future<Output = anyhow::Result<()>>) -> C
         name: name.into(),
         ok: outcome.is_ok(),
         duration_ms: started.elapsed().as_millis() as u64,
-        error: outcome.err().map(|e| format!("{e:#}")),
+        error: outcome.err().map(|e| format!("{e:#}")).into(),
     }
 }

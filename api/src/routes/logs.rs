@@ -2,6 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
+use crate::fields::{IdText, Nullable};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -29,9 +30,9 @@ pub struct LogItem {
     pub source: String,
     pub request_id: String,
     pub latency_ms: i32,
-    pub api_key_id: Option<String>,
+    pub api_key_id: Nullable<String>,
     /// The email the request created, when it created one.
-    pub email_id: Option<String>,
+    pub email_id: Nullable<String>,
 }
 
 /// A logged call with its stored bodies.
@@ -43,9 +44,9 @@ pub struct LogDetail {
     pub path: String,
     /// The request body as stored: dropped when it named a password, token, secret or key;
     /// a send's content replaced by its size and digest.
-    pub request_body: Option<serde_json::Value>,
+    pub request_body: Nullable<serde_json::Value>,
     /// The response body as stored (kept for writes and failures), under the same rules.
-    pub response_body: Option<serde_json::Value>,
+    pub response_body: Nullable<serde_json::Value>,
 }
 
 /// A page of logs.
@@ -67,11 +68,12 @@ impl LogsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return logs after (older than) this log id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return logs before (newer than) this log id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// Only this response status.
         status: Query<Option<i16>>,
         /// Only this source: `api`, `dashboard` or `sdk:<name>`.
@@ -116,7 +118,7 @@ impl LogsApi {
         let mut conn = state.pool.acquire().await?;
         let mut log = request_logs::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Log"))?;
         let (path, request_body, response_body) = (std::mem::take(&mut log.path), log.request_body.take(), log.response_body.take());
-        Ok(Json(LogDetail { item: item(log), path, request_body, response_body }))
+        Ok(Json(LogDetail { item: item(log), path, request_body: request_body.into(), response_body: response_body.into() }))
     }
 }
 
@@ -138,8 +140,8 @@ fn item(log: RequestLog) -> LogItem {
         source: log.source,
         request_id: log.request_id,
         latency_ms: log.latency_ms,
-        api_key_id: log.api_key_id.map(|id| id.to_string()),
-        email_id: log.email_id.map(|id| id.to_string()),
+        api_key_id: log.api_key_id.map(|id| id.to_string()).into(),
+        email_id: log.email_id.map(|id| id.to_string()).into(),
     }
 }
 

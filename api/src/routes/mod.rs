@@ -1,6 +1,7 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
 pub mod api_keys;
+pub mod audiences;
 pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
@@ -69,6 +70,7 @@ apis!(
     contact_properties::ContactPropertiesApi,
     topics::TopicsApi,
     segments::SegmentsApi,
+    audiences::AudiencesApi,
     webhooks::WebhooksApi,
     pages::PagesApi,
     preferences::PreferencesApi,

@@ -7,6 +7,7 @@ use crate::paging::page_request;
 use crate::routes::contacts::contact_key;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
+use crate::fields::IdText;
 use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
@@ -85,7 +86,7 @@ impl SegmentsApi {
     /// Create a segment. An undeclared property, an unknown topic or an operator unsuited to
     /// its field is `422 validation_error` with one `errors[]` entry per bad condition.
     #[oai(path = "/segments", method = "post", operation_id = "create-segment")]
-    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateSegment>) -> ApiResult<CreateResponse> {
+    pub(crate) async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateSegment>) -> ApiResult<CreateResponse> {
         let body = body.0;
         let name = check_name(&body.name)?;
         let filter = body.filter.filter(|f| !f.is_null());
@@ -102,16 +103,17 @@ impl SegmentsApi {
 
     /// List the team's segments, newest first, without their filters.
     #[oai(path = "/segments", method = "get", operation_id = "list-segments")]
-    async fn list(
+    pub(crate) async fn list(
         &self,
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<SegmentList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let page = segments::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
@@ -120,7 +122,7 @@ impl SegmentsApi {
 
     /// Retrieve a segment with its filter (`null` for explicit membership only).
     #[oai(path = "/segments/:segment_id", method = "get", operation_id = "get-segment")]
-    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, segment_id: Path<String>) -> ApiResult<Json<SegmentView>> {
+    pub(crate) async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, segment_id: Path<String>) -> ApiResult<Json<SegmentView>> {
         let id = path_id(&segment_id.0, "Segment")?;
         let found = segments::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
         Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Segment"))?, true)))
@@ -146,7 +148,7 @@ impl SegmentsApi {
 
     /// Retire a segment: it answers 404 from then on and its name is free again.
     #[oai(path = "/segments/:segment_id", method = "delete", operation_id = "delete-segment")]
-    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, segment_id: Path<String>) -> ApiResult<Json<Deleted>> {
+    pub(crate) async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, segment_id: Path<String>) -> ApiResult<Json<Deleted>> {
         let id = path_id(&segment_id.0, "Segment")?;
         if !segments::retire(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
             return Err(ApiError::not_found("Segment"));

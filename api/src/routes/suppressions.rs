@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
+use crate::fields::{IdText, Nullable};
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -71,7 +72,7 @@ pub struct SuppressionView {
     /// `bounce`, `complaint`, `manual` or `unsubscribe`.
     pub origin: String,
     /// The email that caused it, when one did.
-    pub source_id: Option<String>,
+    pub source_id: Nullable<String>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -135,11 +136,12 @@ impl SuppressionsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
         /// `bounce`, `complaint`, `manual` or `unsubscribe`.
         origin: Query<Option<String>>,
         /// 1 to 200 characters, a case-insensitive substring of the address; `%` and `_` are literal.
@@ -232,7 +234,7 @@ fn view(suppression: Suppression) -> SuppressionView {
         id: suppression.id.to_string(),
         email: suppression.email,
         origin: suppression.origin,
-        source_id: suppression.source_id.map(|id| id.to_string()),
+        source_id: suppression.source_id.map(|id| id.to_string()).into(),
         created_at: suppression.created_at,
     }
 }

@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::fields::{Choice, Choices, IdText, Nullable};
 use crate::routes::contacts::{Origin, consent, contact_key};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
@@ -20,27 +21,39 @@ use uuid::Uuid;
 
 pub struct TopicsApi;
 
+crate::choices! {
+    /// `opt_in` or `opt_out`.
+    Subscription = &["opt_in", "opt_out"];
+    /// `public` (listed on every contact's preference page) or `private`.
+    Visibility = &["public", "private"];
+}
+
 /// Body of `POST /topics`.
 #[derive(Object, Deserialize)]
 pub struct CreateTopic {
     /// Up to 50 characters, unique among the team's live topics.
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"\S"))]
     pub name: String,
     /// `opt_in` or `opt_out`; fixed at creation.
-    pub default_subscription: String,
+    pub default_subscription: Choice<Subscription>,
     /// Up to 200 characters.
+    #[oai(validator(max_length = 200))]
     pub description: Option<String>,
     /// `public` (listed on every contact's preference page) or `private` (default).
-    pub visibility: Option<String>,
+    pub visibility: Option<Choice<Visibility>>,
 }
 
 /// Body of `PATCH /topics/{id}`.
 #[derive(Object, Deserialize)]
 pub struct UpdateTopic {
+    /// Up to 50 characters, unique among the team's live topics.
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"\S"))]
     pub name: Option<String>,
-    /// `null` clears it.
+    /// Up to 200 characters; `null` clears it.
     #[serde(default)]
+    #[oai(validator(max_length = 200))]
     pub description: MaybeUndefined<String>,
-    pub visibility: Option<String>,
+    pub visibility: Option<Choice<Visibility>>,
     /// Fixed at creation: sending it is `422 invalid_parameter`.
     pub default_subscription: Option<serde_json::Value>,
 }
@@ -66,9 +79,9 @@ pub struct TopicView {
     pub object: String,
     pub id: String,
     pub name: String,
-    pub description: Option<String>,
-    pub default_subscription: String,
-    pub visibility: String,
+    pub description: Nullable<String>,
+    pub default_subscription: Choice<Subscription>,
+    pub visibility: Choice<Visibility>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -86,10 +99,10 @@ pub struct TopicList {
 pub struct ContactTopic {
     pub id: String,
     pub name: String,
-    pub description: Option<String>,
+    pub description: Nullable<String>,
     /// The effective subscription: the contact's own choice, else the topic's default;
     /// `opt_out` for every topic while the contact is unsubscribed.
-    pub subscription: String,
+    pub subscription: Choice<Subscription>,
 }
 
 /// A contact's topics.
@@ -106,8 +119,7 @@ pub struct ContactTopicList {
 pub struct TopicChoice {
     /// The topic's id.
     pub id: String,
-    /// `opt_in` or `opt_out`.
-    pub subscription: String,
+    pub subscription: Choice<Subscription>,
 }
 
 #[poem_openapi::OpenApi(tag = "Tag::Contacts")]
@@ -118,7 +130,7 @@ impl TopicsApi {
         let body = body.0;
         check_name(&body.name)?;
         check_description(body.description.as_deref())?;
-        if !matches!(body.default_subscription.as_str(), "opt_in" | "opt_out") {
+        if !Subscription::allows(&body.default_subscription) {
             return Err(ApiError::invalid_field("default_subscription", "must be opt_in or opt_out"));
         }
         let visibility = body.visibility.unwrap_or_else(|| "private".into());
@@ -141,11 +153,12 @@ impl TopicsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<TopicList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let page = topics::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
@@ -212,9 +225,9 @@ impl TopicsApi {
             .into_iter()
             .map(|choice| ContactTopic {
                 id: choice.topic.id.to_string(),
-                subscription: if contact.unsubscribed { "opt_out" } else { choice.effective() }.to_string(),
+                subscription: if contact.unsubscribed { "opt_out" } else { choice.effective() }.into(),
                 name: choice.topic.name,
-                description: choice.topic.description,
+                description: choice.topic.description.into(),
             })
             .collect();
         Ok(Json(ContactTopicList { object: "list".into(), has_more: false, data }))
@@ -244,11 +257,11 @@ impl TopicsApi {
 pub async fn checked_choices(conn: &mut sqlx::PgConnection, team_id: Uuid, choices: &[TopicChoice], path: &str) -> ApiResult<Vec<(Uuid, String)>> {
     let mut parsed = Vec::with_capacity(choices.len());
     for (i, choice) in choices.iter().enumerate() {
-        if !matches!(choice.subscription.as_str(), "opt_in" | "opt_out") {
+        if !Subscription::allows(&choice.subscription) {
             return Err(ApiError::invalid_parameter(&format!("{path}[{i}].subscription"), "must be opt_in or opt_out"));
         }
         let id = schema::ids::parse_id(&choice.id).ok_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a topic id"))?;
-        parsed.push((id, choice.subscription.clone()));
+        parsed.push((id, choice.subscription.to_string()));
     }
     let ids: Vec<Uuid> = parsed.iter().map(|(id, _)| *id).collect();
     let live = topics::live_ids(conn, team_id, &ids).await?;
@@ -288,7 +301,7 @@ fn check_description(description: Option<&str>) -> ApiResult<()> {
 }
 
 fn check_visibility(visibility: &str) -> ApiResult<()> {
-    if !matches!(visibility, "public" | "private") {
+    if !Visibility::allows(visibility) {
         return Err(ApiError::invalid_field("visibility", "must be public or private"));
     }
     Ok(())
@@ -299,9 +312,9 @@ fn view(topic: Topic) -> TopicView {
         object: "topic".into(),
         id: topic.id.to_string(),
         name: topic.name,
-        description: topic.description,
-        default_subscription: topic.default_subscription,
-        visibility: topic.visibility,
+        description: topic.description.into(),
+        default_subscription: topic.default_subscription.into(),
+        visibility: topic.visibility.into(),
         created_at: topic.created_at,
     }
 }

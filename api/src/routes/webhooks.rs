@@ -3,6 +3,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
+use crate::fields::{Choice, IdText, Nullable};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;
@@ -17,6 +18,13 @@ use serde::Deserialize;
 
 pub struct WebhooksApi;
 
+crate::choices! {
+    /// An event type Herald delivers.
+    EventType = EVENT_TYPES;
+    /// `enabled` or `disabled`.
+    EndpointStatus = &["enabled", "disabled"];
+}
+
 /// Body of `POST /webhooks`.
 #[derive(Object, Deserialize)]
 pub struct CreateWebhook {
@@ -24,7 +32,8 @@ pub struct CreateWebhook {
     /// the operator allows private ones.
     pub endpoint: String,
     /// The event types to deliver (document C's list), at least one.
-    pub events: Vec<String>,
+    #[oai(validator(min_items = 1))]
+    pub events: Vec<Choice<EventType>>,
 }
 
 /// The new endpoint. The signing secret is never shown again.
@@ -51,11 +60,10 @@ pub struct WebhookView {
     pub object: String,
     pub id: String,
     pub endpoint: String,
-    pub events: Vec<String>,
-    /// `enabled` or `disabled`.
-    pub status: String,
+    pub events: Vec<Choice<EventType>>,
+    pub status: Choice<EndpointStatus>,
     /// `manual`, or `failing` when Herald disabled it after failing every delivery for too long.
-    pub disabled_reason: Option<String>,
+    pub disabled_reason: Nullable<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -73,9 +81,11 @@ pub struct WebhookList {
 #[derive(Object, Deserialize)]
 pub struct UpdateWebhook {
     pub endpoint: Option<String>,
-    pub events: Option<Vec<String>>,
-    /// `enabled` or `disabled`.
-    pub status: Option<String>,
+    /// The event types to deliver, at least one.
+    #[oai(validator(min_items = 1))]
+    pub events: Option<Vec<Choice<EventType>>>,
+    /// `enabled` clears a failure record.
+    pub status: Option<Choice<EndpointStatus>>,
 }
 
 /// An event as delivered to an endpoint.
@@ -91,9 +101,9 @@ pub struct WebhookEventView {
     /// `pending`, `succeeded` or `failed`.
     pub status: String,
     pub attempts: i32,
-    pub last_attempt_at: Option<DateTime<Utc>>,
+    pub last_attempt_at: Nullable<DateTime<Utc>>,
     /// When a pending delivery is tried next.
-    pub next_attempt_at: Option<DateTime<Utc>>,
+    pub next_attempt_at: Nullable<DateTime<Utc>>,
     /// The envelope's `data`.
     pub data: serde_json::Value,
 }
@@ -114,11 +124,11 @@ pub struct AttemptView {
     pub object: String,
     pub id: String,
     /// The endpoint's HTTP status, when it answered.
-    pub status_code: Option<i32>,
+    pub status_code: Nullable<i32>,
     /// Why there was no answer (`timed out`, `connection refused or unreachable`, ...).
-    pub error: Option<String>,
+    pub error: Nullable<String>,
     /// The first 2,048 bytes of the answer.
-    pub response_body: Option<String>,
+    pub response_body: Nullable<String>,
     pub latency_ms: i32,
     /// Whether a replay asked for it.
     pub replay: bool,
@@ -167,11 +177,12 @@ impl WebhooksApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<WebhookList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let page = webhooks::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
@@ -207,7 +218,7 @@ impl WebhooksApi {
             Some(raw) => Some(routable(&state, raw).await?),
             None => None,
         };
-        let change = Change { url, events, status: body.status };
+        let change = Change { url, events, status: body.status.map(Choice::into_string) };
         let updated = webhooks::update(&mut *state.pool.acquire().await?, caller.team_id, id, &change).await?;
         let updated = updated.ok_or_else(|| ApiError::not_found("Webhook"))?;
         Ok(Json(Updated { object: "webhook".into(), id: updated.id.to_string() }))
@@ -221,11 +232,12 @@ impl WebhooksApi {
         caller: Data<&Caller>,
         webhook_id: Path<String>,
         /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
         /// Return items after (older than) this event id.
-        after: Query<Option<String>>,
+        after: Query<Option<IdText>>,
         /// Return items before (newer than) this event id.
-        before: Query<Option<String>>,
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<WebhookEventList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let endpoint = endpoint_of(&state, &caller, &webhook_id.0).await?;
@@ -262,9 +274,9 @@ impl WebhooksApi {
             .map(|a| AttemptView {
                 object: "webhook_attempt".into(),
                 id: a.id.to_string(),
-                status_code: a.status_code,
-                error: a.error,
-                response_body: a.response_body,
+                status_code: a.status_code.into(),
+                error: a.error.into(),
+                response_body: a.response_body.into(),
                 latency_ms: a.latency_ms,
                 replay: a.replay,
                 created_at: a.created_at,
@@ -336,10 +348,10 @@ fn event_view(event: DeliveredEvent) -> WebhookEventView {
         id: event.event_id.to_string(),
         event_type: event.event_type,
         created_at: event.event_created_at,
-        next_attempt_at: (event.status == "pending").then_some(event.next_attempt_at),
+        next_attempt_at: (event.status == "pending").then_some(event.next_attempt_at).into(),
         status: event.status,
         attempts: event.attempts,
-        last_attempt_at: event.last_attempt_at,
+        last_attempt_at: event.last_attempt_at.into(),
         data: event.data,
     }
 }
@@ -353,7 +365,7 @@ fn new_key() -> ([u8; 32], String) {
 
 
 /// At least one event type, each from document C's list; duplicates dropped.
-fn event_types(raw: &[String]) -> ApiResult<Vec<String>> {
+fn event_types(raw: &[Choice<EventType>]) -> ApiResult<Vec<String>> {
     if raw.is_empty() {
         return Err(ApiError::refused("`events` must name at least one event type.").with_error("events", "must not be empty"));
     }
@@ -363,8 +375,8 @@ fn event_types(raw: &[String]) -> ApiResult<Vec<String>> {
         if !EVENT_TYPES.contains(&event.as_str()) {
             let refused = error.take().unwrap_or_else(|| ApiError::refused(format!("`{event}` is not an event type Herald delivers.")));
             error = Some(refused.with_error(format!("events[{i}]"), "is not a known event type"));
-        } else if !events.contains(event) {
-            events.push(event.clone());
+        } else if !events.iter().any(|e| e == event.as_str()) {
+            events.push(event.to_string());
         }
     }
     match error {
@@ -391,9 +403,9 @@ fn view(endpoint: Endpoint) -> WebhookView {
         object: "webhook".into(),
         id: endpoint.id.to_string(),
         endpoint: endpoint.url,
-        events: endpoint.events,
-        status: endpoint.status,
-        disabled_reason: endpoint.disabled_reason,
+        events: endpoint.events.into_iter().map(Choice::from).collect(),
+        status: endpoint.status.into(),
+        disabled_reason: endpoint.disabled_reason.into(),
         created_at: endpoint.created_at,
         updated_at: endpoint.updated_at,
     }

@@ -1,0 +1,42 @@
+//! Clients in the wild, run as programs against a real Herald: the official Resend SDKs for
+//! Python (PyPI `resend`) and Node (npm `resend`) make every call that maps to a Herald route
+//! and check each answer. `scripts/test` installs them (`.venv/`, `tests/clients/node_modules`).
+
+use std::process::Command;
+use tests::clients::{python, run_ok, script};
+use tests::mail::{self, Mail, SENDING_DOMAIN};
+use tests::smtp::SmtpSink;
+
+/// A team ready for the SDKs: a verified domain, out of the sandbox, workers running, webhook
+/// endpoints allowed on loopback (the scripts receive deliveries themselves).
+async fn setup() -> Mail {
+    mail::setup_with(SmtpSink::start().await, |config| config.webhook_allow_private = true).await
+}
+
+fn with_env(mut command: Command, mail: &Mail) -> Command {
+    command
+        .env("HERALD_BASE_URL", &mail.app.base)
+        .env("HERALD_API_KEY", &mail.app.key)
+        .env("HERALD_FROM_DOMAIN", SENDING_DOMAIN)
+        .env("HERALD_DOMAIN_ID", mail.domain["id"].as_str().unwrap());
+    command
+}
+
+#[tokio::test]
+async fn the_python_resend_sdk_makes_every_call_herald_serves() {
+    let mail = setup().await;
+    let mut command = python();
+    command.arg(script("resend_sdk.py"));
+    let said = run_ok(with_env(command, &mail)).await;
+    assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
+}
+
+#[tokio::test]
+async fn the_node_resend_sdk_makes_every_call_herald_serves() {
+    let mail = setup().await;
+    assert!(script("node_modules/resend").exists(), "tests/clients/node_modules is missing: run scripts/test (npm ci)");
+    let mut command = Command::new("node");
+    command.arg(script("resend_sdk.mjs"));
+    let said = run_ok(with_env(command, &mail)).await;
+    assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
+}
