@@ -352,3 +352,45 @@ async fn the_request_log_of_a_send_names_the_email_it_created() {
         .unwrap();
     assert_eq!(mail.app.get(&format!("/logs/{log_id}")).await.body["email_id"], id.as_str());
 }
+
+#[tokio::test]
+async fn a_permissive_batch_sends_the_valid_emails_and_lists_the_others_by_index() {
+    let mail = mail::setup().await;
+    let batch = json!([
+        Mail::message("a@inbox.test"),
+        with("to", json!("nope")),
+        with("from", json!("x@unknown.test")),
+        Mail::message("d@inbox.test")
+    ]);
+    let send = |validation: &str| {
+        mail.app.request(reqwest::Method::POST, "/emails/batch").header("x-batch-validation", validation).json(&batch).send()
+    };
+    tests::Answer::from(send("lenient").await.unwrap()).await.assert_error(422, "invalid_parameter");
+    tests::Answer::from(send("strict").await.unwrap()).await.assert_error(400, "validation_error");
+    assert_nothing_written(&mail).await;
+
+    let answer = tests::Answer::from(send("permissive").await.unwrap()).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["data"].as_array().unwrap().len(), 2);
+    let refused: Vec<&Value> = answer.body["errors"].as_array().unwrap().iter().map(|e| &e["index"]).collect();
+    assert_eq!(refused, [&json!(1), &json!(2)]);
+    assert!(answer.body["errors"][0]["message"].as_str().unwrap().contains("nope"));
+    assert_eq!(mail.app.count("emails").await, 2, "only the valid emails were accepted");
+}
+
+#[tokio::test]
+async fn an_attachment_given_as_an_array_of_byte_values_is_sent_as_those_bytes() {
+    let mail = mail::setup().await;
+    let bytes: Vec<u8> = vec![0, 1, 2, 254, 255, b'\n', b'a'];
+    let mut body = Mail::message("a@inbox.test");
+    body["attachments"] = json!([{ "filename": "raw.bin", "content": bytes }]);
+    let id = mail.send(body).await;
+    let list = mail.app.get(&format!("/emails/{id}/attachments")).await;
+    let attachment_id = list.body["data"][0]["id"].as_str().unwrap().to_string();
+    let one = mail.app.get(&format!("/emails/{id}/attachments/{attachment_id}")).await;
+    let content = base64::engine::general_purpose::STANDARD.decode(one.body["content"].as_str().unwrap()).unwrap();
+    assert_eq!(content, bytes);
+    let mut bad = Mail::message("a@inbox.test");
+    bad["attachments"] = json!([{ "filename": "raw.bin", "content": [1, 256] }]);
+    mail.app.post("/emails", bad).await.assert_error(400, "validation_error");
+}

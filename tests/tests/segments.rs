@@ -195,3 +195,49 @@ async fn a_bad_filter_is_refused_with_one_error_per_condition_and_writes_nothing
     }
     assert_eq!(app.count("segments").await, 0);
 }
+
+fn emails_of(page: &tests::Answer) -> Vec<String> {
+    assert_eq!(page.status, 200, "{}", page.body);
+    let mut emails: Vec<String> = page.body["data"].as_array().unwrap().iter().map(|c| c["email"].as_str().unwrap().to_string()).collect();
+    emails.sort();
+    emails
+}
+
+#[tokio::test]
+async fn a_segments_contacts_are_listed_under_its_path_as_the_resend_sdks_call_it() {
+    let app = TestApp::spawn_unthrottled().await;
+    let pros = created(&app, "/segments", json!({ "name": "Pros", "filter": { "all": [{ "field": "email", "op": "contains", "value": "@pro.test" }] } })).await;
+    created(&app, "/contacts", json!({ "email": "a@pro.test" })).await;
+    created(&app, "/contacts", json!({ "email": "b@free.test" })).await;
+    assert_eq!(emails_of(&app.get(&format!("/segments/{pros}/contacts")).await), ["a@pro.test"]);
+    assert_eq!(emails_of(&app.get(&format!("/segments/{pros}/contacts")).await), member_emails(&app, &pros).await);
+    app.get("/segments/00000000-0000-7000-8000-000000000000/contacts").await.assert_error(404, "not_found");
+    app.get("/segments/nope/contacts").await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn the_legacy_audience_paths_are_aliases_of_segments_and_their_contacts() {
+    let app = TestApp::spawn_unthrottled().await;
+    let audience = created(&app, "/audiences", json!({ "name": "Newsletter" })).await;
+    assert_eq!(app.get(&format!("/segments/{audience}")).await.body["name"], "Newsletter");
+    assert_eq!(app.get(&format!("/audiences/{audience}")).await.body["name"], "Newsletter");
+    assert_eq!(app.get("/audiences").await.body["data"][0]["id"], audience.as_str());
+
+    let contact = created(&app, &format!("/audiences/{audience}/contacts"), json!({ "email": "jo@b.test", "first_name": "Jo" })).await;
+    assert_eq!(emails_of(&app.get(&format!("/audiences/{audience}/contacts")).await), ["jo@b.test"]);
+    assert_eq!(app.get(&format!("/audiences/{audience}/contacts/jo@b.test")).await.body["id"], contact.as_str());
+    let updated = app.patch(&format!("/audiences/{audience}/contacts/{contact}"), json!({ "last_name": "Doe" })).await;
+    assert_eq!(updated.status, 200, "{}", updated.body);
+    assert_eq!(app.get(&format!("/contacts/{contact}")).await.body["last_name"], "Doe");
+
+    let missing = "00000000-0000-7000-8000-000000000000";
+    app.post(&format!("/audiences/{missing}/contacts"), json!({ "email": "x@b.test" })).await.assert_error(404, "not_found");
+    assert_eq!(app.count("contacts").await, 1, "an unknown audience creates no contact");
+    app.get(&format!("/audiences/{missing}/contacts/{contact}")).await.assert_error(404, "not_found");
+
+    let deleted = app.delete(&format!("/audiences/{audience}/contacts/{contact}")).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    app.get(&format!("/contacts/{contact}")).await.assert_error(404, "not_found");
+    assert_eq!(app.delete(&format!("/audiences/{audience}")).await.status, 200);
+    app.get(&format!("/segments/{audience}")).await.assert_error(404, "not_found");
+}

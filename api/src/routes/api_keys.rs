@@ -28,6 +28,7 @@ const MAX_NAME: usize = 255;
 #[derive(Object, Deserialize)]
 pub struct CreateApiKey {
     /// Name of the key, up to 255 characters.
+    #[oai(validator(min_length = 1, max_length = 255, pattern = r"\S"))]
     pub name: String,
     /// `full_access` (default) or `sending_access`; fixed at creation.
     pub permission: Option<Permission>,
@@ -59,6 +60,7 @@ pub enum CreateResponse {
 #[derive(Object, Deserialize)]
 pub struct UpdateApiKey {
     /// New name, up to 255 characters.
+    #[oai(validator(min_length = 1, max_length = 255, pattern = r"\S"))]
     pub name: Option<String>,
     /// Lowering to `none` clears the channel limit; raising needs a signed-in team admin.
     pub inbox_access: Option<InboxAccess>,
@@ -178,7 +180,8 @@ impl ApiKeysApi {
         before: Query<Option<IdText>>,
         /// `active` (default), `revoked` or `all`.
         status: Query<Option<StatusQuery>>,
-        /// Case-insensitive substring of the name; `%` and `_` match literally.
+        /// 1 to 255 characters, a case-insensitive substring of the name; `%` and `_` match literally.
+        #[oai(validator(min_length = 1, max_length = 255, pattern = r"\S"))]
         search: Query<Option<String>>,
         /// Only keys with this permission.
         permission: Query<Option<Permission>>,

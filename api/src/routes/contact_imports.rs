@@ -3,7 +3,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::fields::{IdText, Nullable};
+use crate::fields::{Choice, Choices, IdText, Nullable};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use crate::routes::segments::segment_ids;
 use crate::routes::topics::{TopicChoice, checked_choices};
@@ -23,6 +23,11 @@ use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 
 pub struct ContactImportsApi;
+
+crate::choices! {
+    /// An import's status: `queued`, `in_progress`, `completed` or `failed`.
+    ImportStatus = &["queued", "in_progress", "completed", "failed"];
+}
 
 /// Largest file accepted.
 pub const MAX_FILE_BYTES: usize = 50 * 1024 * 1024;
@@ -168,12 +173,12 @@ impl ContactImportsApi {
         after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
         before: Query<Option<IdText>>,
-        /// Only imports in this status: `queued`, `in_progress`, `completed` or `failed`.
-        status: Query<Option<String>>,
+        /// Only imports in this status.
+        status: Query<Option<Choice<ImportStatus>>>,
     ) -> ApiResult<Json<ImportList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         if let Some(status) = &status.0
-            && !matches!(status.as_str(), "queued" | "in_progress" | "completed" | "failed")
+            && !ImportStatus::allows(status)
         {
             return Err(ApiError::invalid_parameter("status", "must be queued, in_progress, completed or failed"));
         }

@@ -5,7 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin, IdempotencyKey};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{IdText, Nullable};
+use crate::fields::{Bounded, Choice, Choices, IdText, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::send::{self, SendEmail};
 use crate::state::{AppState, Caller};
@@ -27,6 +27,13 @@ use uuid::Uuid;
 
 pub struct EmailsApi;
 
+crate::choices! {
+    /// An email's latest event.
+    EmailStatus = &[
+        "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced", "complained", "failed", "canceled", "suppressed",
+    ];
+}
+
 /// `{ id }`: the email is durably recorded and accepted for sending (not delivered).
 #[derive(Object, Clone)]
 pub struct Sent {
@@ -34,10 +41,33 @@ pub struct Sent {
     pub id: String,
 }
 
-/// The answer of a batch: one `{ id }` per send, in order.
+/// The answer of a batch: one `{ id }` per sent email, in order.
 #[derive(Object)]
 pub struct SentBatch {
+    /// The accepted emails, in the order they were sent in.
     pub data: Vec<Sent>,
+    /// With `x-batch-validation: permissive` only: the emails that were not sent, and why.
+    #[oai(skip_serializing_if_is_none)]
+    pub errors: Option<Vec<BatchRejection>>,
+}
+
+/// An email of a permissive batch that was refused (the others were sent).
+#[derive(Object, Clone)]
+pub struct BatchRejection {
+    /// Its position in the request, from 0.
+    pub index: u32,
+    /// Why it was refused.
+    pub message: String,
+}
+
+/// How a batch is validated (`x-batch-validation`).
+#[derive(poem_openapi::Enum, Clone, Copy, PartialEq, Eq, Debug)]
+#[oai(rename_all = "lowercase")]
+pub enum BatchValidation {
+    /// One bad email refuses the whole batch.
+    Strict,
+    /// The valid emails are sent; the answer's `errors` lists the others.
+    Permissive,
 }
 
 /// The answer of `POST /emails`, which may be a replay of an idempotent request.
@@ -203,7 +233,7 @@ impl EmailsApi {
         caller: Data<&Caller>,
         /// 1 to 256 characters; a replay within 24 hours answers the original response.
         #[oai(name = "Idempotency-Key")]
-        idempotency_key: Header<Option<String>>,
+        idempotency_key: Header<Option<Bounded<1, 256>>>,
         body: Body<SendEmail>,
     ) -> ApiResult<SendResponse> {
         let Body(body, raw) = body;
@@ -226,7 +256,11 @@ impl EmailsApi {
         caller: Data<&Caller>,
         /// 1 to 256 characters; a replay within 24 hours answers the original response.
         #[oai(name = "Idempotency-Key")]
-        idempotency_key: Header<Option<String>>,
+        idempotency_key: Header<Option<Bounded<1, 256>>>,
+        /// `strict` (the default): one bad email refuses the whole batch. `permissive`: the
+        /// valid emails are sent and `errors` lists the others.
+        #[oai(name = "x-batch-validation")]
+        validation: Header<Option<BatchValidation>>,
         body: Body<Vec<SendEmail>>,
     ) -> ApiResult<BatchResponse> {
         let Body(items, raw) = body;
@@ -234,12 +268,21 @@ impl EmailsApi {
         if items.is_empty() || items.len() > schema::email::MAX_BATCH {
             return Err(ApiError::invalid_field("body", format!("a batch holds 1 to {} emails", schema::email::MAX_BATCH)));
         }
+        let permissive = validation.0 == Some(BatchValidation::Permissive);
+        let rejected = std::sync::Mutex::new(Vec::new());
+        let reject = |index: usize, message: String| {
+            rejected.lock().unwrap_or_else(|e| e.into_inner()).push(BatchRejection { index: index as u32, message });
+        };
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails/batch", &raw, || async {
-            let mut parsed = Vec::with_capacity(items.len());
+            let (mut indexes, mut parsed) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
             let mut problems = Vec::new();
             for (index, item) in items.into_iter().enumerate() {
                 match send::parse(item, Some(index), now) {
-                    Ok(one) => parsed.push(one),
+                    Ok(one) => {
+                        indexes.push(index);
+                        parsed.push(one);
+                    }
+                    Err(found) if permissive => reject(index, send::problems_error(found).message),
                     Err(found) => problems.extend(found),
                 }
             }
@@ -248,11 +291,18 @@ impl EmailsApi {
             }
             let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed).await?;
             let mut ready = Vec::with_capacity(parsed.len());
-            for (index, one) in parsed.into_iter().enumerate() {
-                ready.push(send::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await?);
+            for (index, one) in indexes.into_iter().zip(parsed) {
+                match send::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await {
+                    Ok(one) => ready.push(one),
+                    Err(error) if permissive && error.status.is_client_error() => reject(index, error.message),
+                    Err(error) => return Err(error),
+                }
             }
             Ok(ready)
-        }, |ids| SentBatch { data: ids.iter().map(|id| Sent { id: id.to_string() }).collect() })
+        }, |ids| SentBatch {
+            data: ids.iter().map(|id| Sent { id: id.to_string() }).collect(),
+            errors: permissive.then(|| rejected.lock().unwrap_or_else(|e| e.into_inner()).clone()),
+        })
         .await
         .map(|sent| BatchResponse::Ok(Json(sent)))
     }
@@ -272,34 +322,32 @@ impl EmailsApi {
         /// Return items before (newer than) this id.
         before: Query<Option<IdText>>,
         /// Only emails whose latest event is this one.
-        status: Query<Option<String>>,
+        status: Query<Option<Choice<EmailStatus>>>,
         /// Only emails sent with this key.
-        api_key_id: Query<Option<String>>,
+        api_key_id: Query<Option<IdText>>,
         /// ISO 8601 instant or calendar date, inclusive.
         start_date: Query<Option<String>>,
         /// ISO 8601 instant or calendar date, inclusive.
         end_date: Query<Option<String>>,
         /// 1 to 200 characters, case-insensitive, against the subject, sender and recipients.
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
         search: Query<Option<String>>,
         /// Comma-separated `name` or `name:value`; every one must match.
         tags: Query<Option<String>>,
     ) -> ApiResult<Json<EmailList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let (start, end) = date_range(start_date.0, end_date.0, true)?;
-        const STATUSES: &[&str] = &[
-            "queued", "scheduled", "sent", "delivered", "delivery_delayed", "bounced", "complained", "failed", "canceled", "suppressed",
-        ];
         if let Some(status) = &status.0
-            && !STATUSES.contains(&status.as_str())
+            && !EmailStatus::allows(status)
         {
-            return Err(ApiError::invalid_parameter("status", format!("must be one of {}", STATUSES.join(", "))));
+            return Err(ApiError::invalid_parameter("status", format!("must be one of {}", EmailStatus::VALUES.join(", "))));
         }
         let api_key_id = api_key_id
             .0
             .map(|raw| schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter("api_key_id", "must be a key id")))
             .transpose()?;
         let (tag_names, tag_pairs) = tag_filter(tags.0.as_deref())?;
-        let filter = emails::ListFilter { status: status.0, api_key_id, start, end, search: search_text(search.0, 200)?, tag_names, tag_pairs };
+        let filter = emails::ListFilter { status: status.0.map(Choice::into_string), api_key_id, start, end, search: search_text(search.0, 200)?, tag_names, tag_pairs };
         let mut conn = state.pool.acquire().await?;
         let page = emails::list(&mut conn, caller.team_id, &filter, &page).await?;
         let ids: Vec<Uuid> = page.data.iter().map(|e| e.id).collect();
@@ -471,7 +519,8 @@ where
     let result = async {
         let ready = prepare().await?;
         let mut tx = state.pool.begin().await?;
-        let ids = send::accept(&mut tx, caller.team_id, ready, Utc::now()).await?;
+        // A permissive batch may have nothing left to send.
+        let ids = if ready.is_empty() { Vec::new() } else { send::accept(&mut tx, caller.team_id, ready, Utc::now()).await? };
         let body = answer(&ids);
         if let Some(claimed) = &claimed {
             claimed.complete(&mut tx, StatusCode::OK, &body.to_json().unwrap_or_default()).await?;

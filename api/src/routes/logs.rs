@@ -77,12 +77,15 @@ impl LogsApi {
         /// Only this response status.
         status: Query<Option<i16>>,
         /// Only this source: `api`, `dashboard` or `sdk:<name>`.
+        #[oai(validator(pattern = "^(api|dashboard|sdk:.+)$"))]
         source: Query<Option<String>>,
         /// Every source but this one.
+        #[oai(validator(pattern = "^(api|dashboard|sdk:.+)$"))]
         exclude_source: Query<Option<String>>,
         /// Only this exact User-Agent.
         user_agent: Query<Option<String>>,
         /// 1 to 200 characters, case-insensitive, against the endpoint and the requested path.
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
         search: Query<Option<String>>,
         /// ISO 8601 instant, inclusive.
         start_date: Query<Option<String>>,

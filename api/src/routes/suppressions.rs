@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{IdText, Nullable};
+use crate::fields::{Choice, Choices, EmailAddress, IdText, Nullable};
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -24,14 +24,15 @@ pub struct SuppressionsApi;
 #[derive(Object, Deserialize)]
 pub struct AddSuppression {
     /// The address to suppress.
-    pub email: String,
+    pub email: EmailAddress,
 }
 
 /// Body of `POST /suppressions/batch/add`.
 #[derive(Object, Deserialize)]
 pub struct AddSuppressions {
-    /// At most 100 addresses.
-    pub emails: Vec<String>,
+    /// 1 to 100 addresses.
+    #[oai(validator(min_items = 1, max_items = 100))]
+    pub emails: Vec<EmailAddress>,
 }
 
 /// `{ object: 'suppression', id }`.
@@ -87,7 +88,10 @@ pub struct SuppressionList {
 
 /// Most addresses in one batch.
 const MAX_BATCH: usize = 100;
-const ORIGINS: &[&str] = &["bounce", "complaint", "manual", "unsubscribe"];
+crate::choices! {
+    /// Why an address is suppressed: `bounce`, `complaint`, `manual` or `unsubscribe`.
+    Origin = &["bounce", "complaint", "manual", "unsubscribe"];
+}
 
 #[poem_openapi::OpenApi(tag = "Tag::Suppressions")]
 impl SuppressionsApi {
@@ -142,9 +146,10 @@ impl SuppressionsApi {
         after: Query<Option<IdText>>,
         /// Return items before (newer than) this id.
         before: Query<Option<IdText>>,
-        /// `bounce`, `complaint`, `manual` or `unsubscribe`.
-        origin: Query<Option<String>>,
+        /// Only suppressions of this origin.
+        origin: Query<Option<Choice<Origin>>>,
         /// 1 to 200 characters, a case-insensitive substring of the address; `%` and `_` are literal.
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
         search: Query<Option<String>>,
         /// ISO 8601 instant or calendar date, inclusive.
         start_date: Query<Option<String>>,
@@ -153,12 +158,12 @@ impl SuppressionsApi {
     ) -> ApiResult<Json<SuppressionList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         if let Some(origin) = &origin.0
-            && !ORIGINS.contains(&origin.as_str())
+            && !Origin::allows(origin)
         {
-            return Err(ApiError::invalid_parameter("origin", format!("must be one of {}", ORIGINS.join(", "))));
+            return Err(ApiError::invalid_parameter("origin", format!("must be one of {}", Origin::VALUES.join(", "))));
         }
         let (start, end) = date_range(start_date.0, end_date.0, true)?;
-        let filter = suppressions::ListFilter { origin: origin.0, search: search_text(search.0, 200)?, start, end };
+        let filter = suppressions::ListFilter { origin: origin.0.map(Choice::into_string), search: search_text(search.0, 200)?, start, end };
         let mut conn = state.pool.acquire().await?;
         let page = suppressions::list(&mut conn, caller.team_id, &filter, &page).await?;
         Ok(Json(SuppressionList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(view).collect() }))
