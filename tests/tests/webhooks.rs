@@ -312,3 +312,32 @@ async fn domain_and_suppression_events_are_delivered_too() {
     assert_eq!(by_type("suppression.removed")["data"]["origin"], "manual");
     assert!(deliveries.iter().all(|d| verified_signatures(&secret, d) == 1));
 }
+
+#[tokio::test]
+async fn attempts_of_a_delivery_deleted_mid_flight_are_skipped_without_losing_the_others() {
+    let mail = setup().await;
+    let receiver = Receiver::start().await;
+    create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    receiver.wait_for("/hook", 1, WAIT).await;
+    let (delivery_id, endpoint_id): (uuid::Uuid, uuid::Uuid) =
+        sqlx::query_as("SELECT id, endpoint_id FROM webhook_deliveries").fetch_one(&mail.app.pool).await.unwrap();
+    let attempt = |delivery_id| schema::store::webhooks::Attempt {
+        delivery_id,
+        replay: false,
+        endpoint_id,
+        status_code: Some(500),
+        error: None,
+        response_body: None,
+        latency_ms: 3,
+        succeeded: false,
+        retry_at: Some(chrono::Utc::now()),
+    };
+    let before = mail.app.count("webhook_attempts").await;
+    let mut conn = mail.app.pool.acquire().await.unwrap();
+    let gone = uuid::Uuid::now_v7();
+    schema::store::webhooks::record(&mut conn, &[attempt(gone), attempt(delivery_id)], 3600.0)
+        .await
+        .expect("a vanished delivery does not fail the batch");
+    assert_eq!(mail.app.count("webhook_attempts").await, before + 1, "the live delivery's attempt is recorded");
+}

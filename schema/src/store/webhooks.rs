@@ -196,7 +196,8 @@ pub struct Attempt {
 }
 
 /// Records attempts in one transaction's worth of statements: the attempt rows, each
-/// delivery's new state, and each endpoint's failure record. An endpoint whose every delivery
+/// delivery's new state, and each endpoint's failure record. Attempts of deliveries that no
+/// longer exist (their endpoint was deleted mid-flight) are skipped, never failing the others. An endpoint whose every delivery
 /// has failed since longer than `disable_after_seconds` is disabled with reason `failing`.
 pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after_seconds: f64) -> sqlx::Result<()> {
     if attempts.is_empty() {
@@ -214,8 +215,12 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
     let replays: Vec<bool> = attempts.iter().map(|a| a.replay).collect();
     sqlx::query(
         "WITH a AS (
-             SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::timestamptz[], $11::bool[])
+             SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::timestamptz[], $11::bool[])
                  AS a(id, delivery_id, endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_at, replay)
+             -- A delivery deleted meanwhile (its endpoint was deleted) has nothing left to record;
+             -- the lock keeps the rest from vanishing before their attempts are inserted.
+             JOIN webhook_deliveries live ON live.id = a.delivery_id
+             FOR KEY SHARE OF live
          ), attempts AS (
              INSERT INTO webhook_attempts (id, delivery_id, status_code, error, response_body, latency_ms, replay)
              SELECT id, delivery_id, status_code, error, response_body, latency_ms, replay FROM a
