@@ -15,11 +15,11 @@
 //!   the document, any string when parsed (the handler's own check answers).
 //! - [`Bounded<MIN, MAX>`]: a string of `MIN` to `MAX` characters in the document, any string
 //!   when parsed (the handler's own check answers).
-//! - [`EmailAddress`], [`IdText`]: `format: email` or `uuid` in the document, any string when
-//!   parsed (the handler's own check answers).
+//! - [`EmailAddress`], [`IdText`], [`Instant`], [`InstantOrDate`]: a `format` in the document,
+//!   any string when parsed (the handler's own check answers).
 
 use poem_openapi::registry::{MetaSchema, MetaSchemaRef, Registry};
-use poem_openapi::types::{ParseError, ParseFromJSON, ParseFromParameter, ParseResult, ToJSON, Type};
+use poem_openapi::types::{ParseError, ParseFromJSON, ParseFromMultipartField, ParseFromParameter, ParseResult, ToJSON, Type};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use std::borrow::Cow;
@@ -127,6 +127,13 @@ macro_rules! option_wrapper {
 
 option_wrapper!(Nullable, "nullable", true);
 option_wrapper!(Required, "required", false);
+
+/// A required multipart field the handler checks itself (a missing one reads as `None`).
+impl<T: ParseFromMultipartField> ParseFromMultipartField for Required<T> {
+    async fn parse_from_multipart(field: Option<poem::web::Field>) -> ParseResult<Self> {
+        Option::<T>::parse_from_multipart(field).await.map(Self).map_err(ParseError::propagate)
+    }
+}
 
 /// A closed list of strings, documented as the `enum` component `NAME`.
 pub trait Choices: Send + Sync + 'static {
@@ -327,12 +334,21 @@ macro_rules! any_string {
 }
 
 any_string!(Choice<C>, [C: Choices], Choice::new);
+
+impl<C: Choices> ParseFromMultipartField for Choice<C> {
+    async fn parse_from_multipart(field: Option<poem::web::Field>) -> ParseResult<Self> {
+        String::parse_from_multipart(field).await.map(Choice::new).map_err(ParseError::propagate)
+    }
+}
 any_string!(Bounded<MIN, MAX>, [const MIN: usize, const MAX: usize], Bounded);
 
 /// Declares a string type documented with a `format`; parsing takes any string and the handler
 /// checks it.
 macro_rules! formatted_string {
     ($(#[doc = $doc:literal])+ $name:ident = $format:literal) => {
+        formatted_string! { $(#[doc = $doc])+ $name => concat!("string(", $format, ")"), MetaSchema::new_with_format("string", $format) }
+    };
+    ($(#[doc = $doc:literal])+ $name:ident => $type_name:expr, $schema:expr) => {
         $(#[doc = $doc])+
         #[derive(Debug, Clone, PartialEq, Eq)]
         pub struct $name(pub String);
@@ -340,6 +356,12 @@ macro_rules! formatted_string {
         impl Deref for $name {
             type Target = str;
             fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
                 &self.0
             }
         }
@@ -352,11 +374,11 @@ macro_rules! formatted_string {
             type RawElementValueType = String;
 
             fn name() -> Cow<'static, str> {
-                concat!("string(", $format, ")").into()
+                $type_name.into()
             }
 
             fn schema_ref() -> MetaSchemaRef {
-                MetaSchemaRef::Inline(Box::new(MetaSchema::new_with_format("string", $format)))
+                MetaSchemaRef::Inline(Box::new($schema))
             }
 
             fn as_raw_value(&self) -> Option<&String> {
@@ -378,8 +400,27 @@ formatted_string! {
 }
 
 formatted_string! {
-    /// An id (`format: uuid`), such as a paging cursor.
-    IdText = "uuid"
+    /// An id (`format: uuid`, hyphenated), such as a paging cursor.
+    IdText => "string(uuid)", MetaSchema {
+        pattern: Some("^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$".into()),
+        ..MetaSchema::new_with_format("string", "uuid")
+    }
+}
+
+formatted_string! {
+    /// An ISO 8601 instant with a time and offset (`format: date-time`).
+    Instant = "date-time"
+}
+
+formatted_string! {
+    /// An ISO 8601 instant (`format: date-time`) or a calendar date (`format: date`).
+    InstantOrDate => "string(date-time|date)", MetaSchema {
+        any_of: vec![
+            MetaSchemaRef::Inline(Box::new(MetaSchema::new_with_format("string", "date-time"))),
+            MetaSchemaRef::Inline(Box::new(MetaSchema::new_with_format("string", "date"))),
+        ],
+        ..MetaSchema::new("string")
+    }
 }
 
 #[cfg(test)]

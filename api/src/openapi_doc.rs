@@ -14,7 +14,13 @@ pub fn service() -> OpenApiService<Apis, ()> {
     OpenApiService::new(routes::apis(), TITLE, env!("CARGO_PKG_VERSION")).description(
         "Herald is a self-hostable email platform: transactional sending from verified domains, \
          signed webhooks, request logs, templates, an audience and a shared Inbox. Every route is \
-         served at the deployment's root and under `/api/v1`.",
+         served at the deployment's root and under `/api/v1`.\n\n\
+         Control characters are refused everywhere: in a path segment or query parameter (after \
+         percent-decoding) any is `422 invalid_parameter`; in a JSON body NUL and the C0 controls \
+         other than tab, line feed and carriage return are `400 validation_error` in any string or \
+         key, and line feed and carriage return too except in multi-line text (`html`, `text`, \
+         `content`, `description`) and in free-form maps (`properties`, `headers`, `data`, \
+         `metadata`). Request bodies may carry fields the document does not list; they are ignored.",
     )
 }
 
@@ -44,16 +50,134 @@ pub fn document() -> Value {
         }
     }
     doc["webhooks"] = crate::openapi_webhooks::webhooks();
+    optional_request_fields_take_null(&mut doc);
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
             let Some(item) = item.as_object_mut() else { continue };
             for (_, operation) in item.iter_mut() {
                 annotate(path, operation);
                 upgrade_schemas(operation);
+                refuse_control_characters_in_parameters(operation);
             }
         }
     }
+    optional_bodies(&mut doc);
     doc
+}
+
+/// The names of the component schemas `value` refers to, and those they refer to in turn.
+fn referenced(doc: &Value, value: &Value) -> std::collections::BTreeSet<String> {
+    fn direct(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match (key.as_str(), inner.as_str().and_then(|r| r.strip_prefix("#/components/schemas/"))) {
+                        ("$ref", Some(name)) => out.push(name.to_string()),
+                        _ => direct(inner, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| direct(i, out)),
+            _ => {}
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    let mut todo = Vec::new();
+    direct(value, &mut todo);
+    while let Some(name) = todo.pop() {
+        if seen.insert(name.clone()) {
+            direct(&doc["components"]["schemas"][&name], &mut todo);
+        }
+    }
+    seen
+}
+
+/// Every JSON request body and every response of the document's operations.
+fn bodies(doc: &Value) -> (Vec<&Value>, Vec<&Value>) {
+    let (mut requests, mut responses) = (Vec::new(), Vec::new());
+    for item in doc["paths"].as_object().into_iter().flat_map(|paths| paths.values()) {
+        for operation in item.as_object().into_iter().flat_map(|item| item.values()) {
+            if let Some(json) = operation.pointer("/requestBody/content/application~1json") {
+                requests.push(json);
+            }
+            if let Some(answers) = operation.get("responses") {
+                responses.push(answers);
+            }
+        }
+    }
+    (requests, responses)
+}
+
+/// JSON bodies are read with serde, which takes `null` for an absent optional field: in the
+/// schemas only request bodies use, a property that is neither required nor given a `default`
+/// also takes `null`. (A `Nullable` response field is required; `MaybeUndefined` fields are
+/// nullable already.)
+fn optional_request_fields_take_null(doc: &mut Value) {
+    let (requests, responses) = bodies(doc);
+    let in_requests: std::collections::BTreeSet<String> = requests.iter().flat_map(|body| referenced(doc, body)).collect();
+    let in_responses: std::collections::BTreeSet<String> = responses.iter().flat_map(|body| referenced(doc, body)).collect();
+    let Some(schemas) = doc.pointer_mut("/components/schemas").and_then(Value::as_object_mut) else { return };
+    for name in in_requests.difference(&in_responses) {
+        let Some(schema) = schemas.get_mut(name) else { continue };
+        let required: Vec<Value> = schema.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+        let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) else { continue };
+        for (field, property) in properties.iter_mut() {
+            let Some(property) = property.as_object_mut() else { continue };
+            if required.contains(&json!(field)) || property.contains_key("default") {
+                continue;
+            }
+            let already = match property.get("type") {
+                Some(Value::Array(kinds)) => kinds.contains(&json!("null")),
+                _ => property.get("anyOf").and_then(Value::as_array).is_some_and(|any| any.contains(&json!({ "type": "null" }))),
+            };
+            if !already {
+                make_nullable(property);
+            }
+        }
+    }
+}
+
+/// A JSON request body whose schema requires nothing may be left out: an empty body reads as
+/// `{}`. (poem-openapi marks every body required.)
+fn optional_bodies(doc: &mut Value) {
+    let schemas = doc["components"]["schemas"].clone();
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else { return };
+    for item in paths.values_mut() {
+        let Some(item) = item.as_object_mut() else { continue };
+        for operation in item.values_mut() {
+            let Some(body) = operation.get_mut("requestBody") else { continue };
+            let Some(schema) = body.pointer("/content/application~1json/schema") else { continue };
+            let schema = match schema["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                Some(name) => &schemas[name],
+                None => schema,
+            };
+            let requires_nothing = schema["type"] == "object" && schema["required"].as_array().is_none_or(Vec::is_empty);
+            if requires_nothing {
+                body["required"] = json!(false);
+            }
+        }
+    }
+}
+
+/// What a path segment or query parameter may hold: no control character (`char::is_control`,
+/// refused at the edge by [`crate::input`]).
+pub const NO_CONTROL_CHARACTERS: &str = r"^[^\u0000-\u001F\u007F-\u009F]*$";
+
+/// Gives every free-text string path and query parameter (no `pattern`, `enum` or `format` of its
+/// own) the [`NO_CONTROL_CHARACTERS`] pattern the edge enforces.
+fn refuse_control_characters_in_parameters(operation: &mut Value) {
+    let Some(parameters) = operation.get_mut("parameters").and_then(Value::as_array_mut) else { return };
+    for parameter in parameters {
+        if !matches!(parameter["in"].as_str(), Some("path" | "query")) {
+            continue;
+        }
+        let Some(schema) = parameter.get_mut("schema").and_then(Value::as_object_mut) else { continue };
+        let free_text = schema.get("type") == Some(&json!("string"))
+            && !["pattern", "enum", "format", "anyOf", "oneOf"].iter().any(|k| schema.contains_key(*k));
+        if free_text {
+            schema.insert("pattern".into(), json!(NO_CONTROL_CHARACTERS));
+        }
+    }
 }
 
 /// The 3.0 → 3.1 rewrites of every schema under `value`, innermost first:
@@ -61,7 +185,8 @@ pub fn document() -> Value {
 ///   reference as `allOf [$ref, {description}]`; 3.1 lets a `$ref` carry it as a sibling;
 /// - `nullable: true` becomes a type union ([`make_nullable`]);
 /// - [`drop_union_object_type`]: poem-openapi's `Union` adds `type: object` to a `oneOf` of
-///   non-objects (`Addresses`), which no value matches.
+///   non-objects (`Addresses`), which no value matches;
+/// - [`whole_number_bounds`]: `maximum: 100.0` becomes `maximum: 100`.
 fn upgrade_schemas(value: &mut Value) {
     match value {
         Value::Object(map) => {
@@ -73,6 +198,7 @@ fn upgrade_schemas(value: &mut Value) {
                 make_nullable(map);
             }
             drop_union_object_type(map);
+            whole_number_bounds(map);
         }
         Value::Array(items) => items.iter_mut().for_each(upgrade_schemas),
         _ => {}
@@ -103,6 +229,19 @@ fn unwrap_annotated_ref(map: &mut Map<String, Value>) {
         }
     }
     map.insert("$ref".into(), reference);
+}
+
+/// poem-openapi writes every bound as a float; an integer's bounds read better as integers.
+fn whole_number_bounds(map: &mut Map<String, Value>) {
+    for key in ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"] {
+        if let Some(bound) = map.get_mut(key)
+            && let Some(float) = bound.as_f64()
+            && float.fract() == 0.0
+            && float.abs() < 1e15
+        {
+            *bound = json!(float as i64);
+        }
+    }
 }
 
 /// A `oneOf`/`anyOf` schema without properties takes its type from its alternatives.
@@ -200,6 +339,60 @@ mod tests {
         let before = constrained.clone();
         upgrade_schemas(&mut constrained);
         assert_eq!(constrained, before, "only annotations move beside a $ref");
+    }
+
+    #[test]
+    fn free_text_parameters_refuse_control_characters_as_the_edge_does() {
+        let mut operation = json!({ "parameters": [
+            { "in": "path", "name": "id", "schema": { "type": "string" } },
+            { "in": "query", "name": "after", "schema": { "type": "string", "format": "uuid" } },
+            { "in": "header", "name": "Idempotency-Key", "schema": { "type": "string" } }
+        ] });
+        refuse_control_characters_in_parameters(&mut operation);
+        assert_eq!(operation["parameters"][0]["schema"]["pattern"], NO_CONTROL_CHARACTERS);
+        assert!(operation["parameters"][1]["schema"].get("pattern").is_none());
+        assert!(operation["parameters"][2]["schema"].get("pattern").is_none());
+        let pattern = regex_lite(NO_CONTROL_CHARACTERS);
+        assert!(pattern("any text, even ünïcode"));
+        assert!(!pattern("a\u{0}b") && !pattern("tab\there") && !pattern("c1\u{85}"));
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            assert_eq!(pattern(&c.to_string()), !c.is_control(), "{c:?}");
+        }
+    }
+
+    /// The one pattern above, read as the character class it is.
+    fn regex_lite(pattern: &str) -> impl Fn(&str) -> bool {
+        assert_eq!(pattern, r"^[^\u0000-\u001F\u007F-\u009F]*$");
+        |text: &str| text.chars().all(|c| !matches!(c as u32, 0x00..=0x1F | 0x7F..=0x9F))
+    }
+
+    #[test]
+    fn optional_request_fields_take_null_and_a_body_requiring_nothing_is_optional() {
+        let mut doc = json!({
+            "paths": { "/a": { "post": {
+                "requestBody": { "required": true, "content": { "application/json": { "schema": { "$ref": "#/components/schemas/In" } } } },
+                "responses": { "200": { "content": { "application/json": { "schema": { "$ref": "#/components/schemas/Out" } } } } }
+            } } },
+            "components": { "schemas": {
+                "In": { "type": "object", "properties": {
+                    "kind": { "$ref": "#/components/schemas/Kind", "description": "d" },
+                    "name": { "type": "string" },
+                    "keep": { "type": "boolean", "default": false },
+                    "clear": { "type": ["string", "null"] }
+                } },
+                "Out": { "type": "object", "required": ["kind"], "properties": { "kind": { "$ref": "#/components/schemas/Kind" } } },
+                "Kind": { "type": "string", "enum": ["a"] }
+            } }
+        });
+        optional_request_fields_take_null(&mut doc);
+        optional_bodies(&mut doc);
+        let properties = &doc["components"]["schemas"]["In"]["properties"];
+        assert_eq!(properties["name"]["type"], json!(["string", "null"]));
+        assert_eq!(properties["kind"], json!({ "anyOf": [{ "$ref": "#/components/schemas/Kind" }, { "type": "null" }], "description": "d" }));
+        assert_eq!(properties["keep"]["type"], "boolean", "a field with a default refuses null");
+        assert_eq!(properties["clear"]["type"], json!(["string", "null"]));
+        assert_eq!(doc["components"]["schemas"]["Kind"], json!({ "type": "string", "enum": ["a"] }), "shared with an answer");
+        assert_eq!(doc["paths"]["/a"]["post"]["requestBody"]["required"], false);
     }
 
     #[test]

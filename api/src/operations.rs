@@ -176,54 +176,59 @@ pub enum Routing {
 /// Finds the operation for a method and path (without the `/api/v1` prefix). Literal segments
 /// win over `{parameters}`, so `/domains/claim` beats `/domains/{id}`.
 pub fn route(method: &Method, path: &str) -> Routing {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    let mut best: Option<(&'static Operation, usize)> = None;
-    let mut path_known = false;
-    for operation in OPERATIONS {
-        let Some(literals) = match_path(operation.path, &segments) else { continue };
-        path_known = true;
-        if operation.method == method && best.is_none_or(|(_, score)| literals > score) {
-            best = Some((operation, literals));
-        }
-    }
-    match (best, path_known) {
-        (Some((operation, _)), _) => Routing::Found(operation),
-        (None, true) => Routing::WrongMethod,
-        (None, false) => Routing::NotFound,
+    let served = served_at(path);
+    match served.iter().find(|operation| operation.method == method) {
+        Some(operation) => Routing::Found(operation),
+        None if served.is_empty() => Routing::NotFound,
+        None => Routing::WrongMethod,
     }
 }
 
-/// The methods served at `path`, in table order, each once (for a 405's `Allow`).
+/// The methods served at `path`, in table order (for a 405's `Allow`).
 pub fn allowed_methods(path: &str) -> Vec<Method> {
-    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
-    let mut methods: Vec<Method> = Vec::new();
-    for operation in OPERATIONS {
-        if match_path(operation.path, &segments).is_some() && !methods.contains(&operation.method) {
-            methods.push(operation.method.clone());
-        }
-    }
-    methods
+    served_at(path).into_iter().map(|operation| operation.method.clone()).collect()
 }
 
-/// `Some(number of literal segments)` when `template` matches `segments`.
-fn match_path(template: &str, segments: &[&str]) -> Option<usize> {
+/// The operations of the template that serves `path`: among the templates matching it, the one
+/// with a literal segment where the others have a parameter, earliest first (as the router
+/// picks: `/contacts/imports` is never `/contacts/{contact}`, whatever the method).
+fn served_at(path: &str) -> Vec<&'static Operation> {
+    let segments: Vec<&str> = path.trim_end_matches('/').split('/').skip(1).collect();
+    let mut best: Option<u64> = None;
+    let mut served = Vec::new();
+    for operation in OPERATIONS {
+        let Some(specificity) = match_path(operation.path, &segments) else { continue };
+        if best.is_none_or(|best| specificity > best) {
+            best = Some(specificity);
+            served.clear();
+        }
+        if best == Some(specificity) {
+            served.push(operation);
+        }
+    }
+    served
+}
+
+/// When `template` matches `segments`: a number whose bits, from the highest down, say which
+/// segments are literal, so that a literal earlier in the path weighs more than any later ones.
+fn match_path(template: &str, segments: &[&str]) -> Option<u64> {
     let parts: Vec<&str> = template.split('/').skip(1).collect();
-    if parts.len() != segments.len() {
+    if parts.len() != segments.len() || parts.len() > 63 {
         return None;
     }
-    let mut literals = 0;
-    for (part, segment) in parts.iter().zip(segments) {
+    let mut specificity = 0;
+    for (position, (part, segment)) in parts.iter().zip(segments).enumerate() {
         if part.starts_with('{') {
             if segment.is_empty() {
                 return None;
             }
         } else if part == segment {
-            literals += 1;
+            specificity |= 1 << (62 - position);
         } else {
             return None;
         }
     }
-    Some(literals)
+    Some(specificity)
 }
 
 /// The operation with this id.
@@ -250,6 +255,17 @@ mod tests {
     fn the_allowed_methods_of_a_path_are_every_method_it_serves() {
         assert_eq!(allowed_methods("/api-keys"), vec![Method::POST, Method::GET]);
         assert_eq!(allowed_methods("/api-keys/1"), vec![Method::PATCH, Method::DELETE]);
+    }
+
+    #[test]
+    fn a_literal_segment_wins_over_a_parameter_whatever_the_method() {
+        assert_eq!(allowed_methods("/contacts/imports"), vec![Method::POST, Method::GET]);
+        assert!(matches!(route(&Method::PATCH, "/contacts/imports"), Routing::WrongMethod));
+        assert!(matches!(route(&Method::DELETE, "/emails/batch"), Routing::WrongMethod));
+        let Routing::Found(operation) = route(&Method::GET, "/contacts/imports/x") else { panic!("not found") };
+        assert_eq!(operation.id, "get-contact-import");
+        let Routing::Found(operation) = route(&Method::GET, "/contacts/x/segments") else { panic!("not found") };
+        assert_eq!(operation.id, "list-contact-segments");
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub fn instant(name: &str, raw: &str) -> ApiResult<DateTime<Utc>> {
 /// `start_date` and `end_date` (inclusive). With `allow_dates` a bare calendar date means the
 /// start of that day (UTC) for `start_date` and its end for `end_date`; otherwise it is refused.
 /// An end before the start is `422 invalid_parameter`.
-pub fn date_range(start: Option<String>, end: Option<String>, allow_dates: bool) -> ApiResult<DateRange> {
+pub fn date_range<S: AsRef<str>>(start: Option<S>, end: Option<S>, allow_dates: bool) -> ApiResult<DateRange> {
     let read = |name: &str, raw: &str, end_of_day: bool| -> ApiResult<DateTime<Utc>> {
         if allow_dates && let Ok(date) = chrono::NaiveDate::parse_from_str(raw.trim(), "%Y-%m-%d") {
             let time = if end_of_day { date.and_hms_nano_opt(23, 59, 59, 999_999_999) } else { date.and_hms_opt(0, 0, 0) };
@@ -58,8 +58,8 @@ pub fn date_range(start: Option<String>, end: Option<String>, allow_dates: bool)
         }
         instant(name, raw)
     };
-    let start = start.as_deref().map(|raw| read("start_date", raw, false)).transpose()?;
-    let end = end.as_deref().map(|raw| read("end_date", raw, true)).transpose()?;
+    let start = start.as_ref().map(|raw| read("start_date", raw.as_ref(), false)).transpose()?;
+    let end = end.as_ref().map(|raw| read("end_date", raw.as_ref(), true)).transpose()?;
     if let (Some(start), Some(end)) = (start, end)
         && end < start
     {

@@ -71,8 +71,10 @@ pub enum AttachmentContent {
 #[derive(Object, Deserialize, Debug, Clone)]
 pub struct TagIn {
     /// 1 to 252 characters of A-Z, a-z, 0-9, `_`, `-`.
+    #[oai(validator(max_length = 252, pattern = "^[A-Za-z0-9_-]+$"))]
     pub name: Required<String>,
     /// 1 to 256 characters of A-Z, a-z, 0-9, `_`, `-`.
+    #[oai(validator(max_length = 256, pattern = "^[A-Za-z0-9_-]+$"))]
     pub value: Required<String>,
 }
 
@@ -99,10 +101,14 @@ pub struct SendEmail {
     /// Custom headers, name to value; reserved headers are refused.
     pub headers: Option<BTreeMap<String, String>>,
     /// Up to 100 attachments.
+    #[oai(validator(max_items = 100))]
     pub attachments: Option<Vec<AttachmentIn>>,
     /// Up to 50 tags with unique names.
+    #[oai(validator(max_items = 50))]
     pub tags: Option<Vec<TagIn>>,
-    /// Reserved for a later release: a send carrying it is `422 invalid_parameter`.
+    /// Not in the document: reserved for a later release, so a send carrying it is
+    /// `422 invalid_parameter`.
+    #[oai(skip)]
     pub topic_id: Option<String>,
 }
 

@@ -40,3 +40,20 @@ async fn the_node_resend_sdk_makes_every_call_herald_serves() {
     let said = run_ok(with_env(command, &mail)).await;
     assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
 }
+
+#[tokio::test]
+async fn a_client_generated_by_openapi_python_client_calls_every_list_and_get_route() {
+    let mail = setup().await;
+    let mut command = python();
+    command.arg(script("generated_client.py"));
+    let said = run_ok(with_env(command, &mail)).await;
+    assert!(said.lines().any(|line| line.starts_with("ok ")), "{said}");
+}
+
+#[tokio::test]
+async fn schemathesis_finds_no_failure_in_any_operation() {
+    let mail = setup().await;
+    let mut command = Command::new("bash");
+    command.arg(script("schemathesis.sh")).env("HERALD_SCHEMATHESIS_EXAMPLES", "10");
+    run_ok(with_env(command, &mail)).await;
+}

@@ -320,6 +320,8 @@ async fn attempts_of_a_delivery_deleted_mid_flight_are_skipped_without_losing_th
     create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
     mail.send(Mail::message("delivered@simulator.herald.test")).await;
     receiver.wait_for("/hook", 1, WAIT).await;
+    // The worker's own attempt is recorded first, so that only ours is counted below.
+    mail.app.wait_for_rows("webhook_deliveries WHERE status = 'succeeded'", 1).await;
     let (delivery_id, endpoint_id): (uuid::Uuid, uuid::Uuid) =
         sqlx::query_as("SELECT id, endpoint_id FROM webhook_deliveries").fetch_one(&mail.app.pool).await.unwrap();
     let attempt = |delivery_id| schema::store::webhooks::Attempt {

@@ -33,7 +33,7 @@ pub struct CreateApiKey {
     /// `full_access` (default) or `sending_access`; fixed at creation.
     pub permission: Option<Permission>,
     /// Pins a `sending_access` key to one verified domain; fixed at creation.
-    pub domain_id: Option<String>,
+    pub domain_id: Option<IdText>,
     /// Inbox access; above `none` needs a team admin signed in to the dashboard.
     pub inbox_access: Option<InboxAccess>,
     /// Channels the key's Inbox access is limited to; needs a team admin.
@@ -67,9 +67,11 @@ pub struct UpdateApiKey {
     /// Any change needs a signed-in team admin; null lifts the limit.
     #[serde(default)]
     pub inbox_channel_ids: MaybeUndefined<Vec<String>>,
-    /// Cannot change; accepted when equal to the key's own.
+    /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
+    #[oai(skip)]
     pub permission: Option<Permission>,
-    /// Cannot change; accepted when equal to the key's own.
+    /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
+    #[oai(skip)]
     #[serde(default)]
     pub domain_id: MaybeUndefined<String>,
 }
@@ -181,7 +183,7 @@ impl ApiKeysApi {
         /// `active` (default), `revoked` or `all`.
         status: Query<Option<StatusQuery>>,
         /// 1 to 255 characters, a case-insensitive substring of the name; `%` and `_` match literally.
-        #[oai(validator(min_length = 1, max_length = 255, pattern = r"\S"))]
+        #[oai(validator(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
         search: Query<Option<String>>,
         /// Only keys with this permission.
         permission: Query<Option<Permission>>,

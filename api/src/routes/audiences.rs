@@ -35,7 +35,7 @@ impl AudiencesApi {
         before: Query<Option<IdText>>,
     ) -> ApiResult<Json<ContactList>> {
         let id = path_id(&segment_id.0, "Segment")?;
-        ContactsApi.list(state, caller, limit, after, before, Query(Some(id.to_string()))).await
+        ContactsApi.list(state, caller, limit, after, before, Query(Some(crate::fields::IdText(id.to_string())))).await
     }
 
     /// Deprecated: `POST /segments`.

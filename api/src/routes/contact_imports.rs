@@ -3,7 +3,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::fields::{Choice, Choices, IdText, Nullable};
+use crate::fields::{Choice, Choices, IdText, Nullable, Required};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use crate::routes::segments::segment_ids;
 use crate::routes::topics::{TopicChoice, checked_choices};
@@ -27,6 +27,8 @@ pub struct ContactImportsApi;
 crate::choices! {
     /// An import's status: `queued`, `in_progress`, `completed` or `failed`.
     ImportStatus = &["queued", "in_progress", "completed", "failed"];
+    /// What an import does with an address that is already a contact: `skip` or `upsert`.
+    OnConflict = &["skip", "upsert"];
 }
 
 /// Largest file accepted.
@@ -36,14 +38,14 @@ pub const MAX_FILE_BYTES: usize = 50 * 1024 * 1024;
 #[derive(Multipart)]
 pub struct ImportForm {
     /// The CSV file (up to 50 MB), its first row naming the columns.
-    pub file: Option<Upload>,
+    pub file: Required<Upload>,
     /// JSON: `{ email, first_name, last_name, unsubscribed }` mapped to column names, and
     /// `properties` mapping each key to a column name or `{ column, type }` (`string` default,
     /// `number`, `boolean`). Without it, columns named `email`, `first_name`, `last_name` and
     /// `unsubscribed` are used.
     pub column_map: Option<String>,
     /// `skip` (default) leaves existing addresses alone; `upsert` updates them.
-    pub on_conflict: Option<String>,
+    pub on_conflict: Option<Choice<OnConflict>>,
     /// JSON array of `{ id }`: segments every imported contact joins.
     pub segments: Option<String>,
     /// JSON array of `{ id, subscription }`: topic choices for every imported contact.
@@ -124,7 +126,7 @@ impl ContactImportsApi {
     /// 1,000 failures are kept. No per-contact events are sent.
     #[oai(path = "/contacts/imports", method = "post", operation_id = "create-contact-import")]
     async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, form: ImportForm) -> ApiResult<CreateResponse> {
-        let upload = form.file.ok_or_else(|| ApiError::missing_field("file"))?;
+        let upload = form.file.0.ok_or_else(|| ApiError::missing_field("file"))?;
         if upload.size() > MAX_FILE_BYTES {
             return Err(too_large());
         }
@@ -133,8 +135,8 @@ impl ContactImportsApi {
             return Err(too_large());
         }
         let header = import::header(&file).map_err(|why| ApiError::refused(format!("The file {why}.")).with_error("file", why))?;
-        let on_conflict = form.on_conflict.unwrap_or_else(|| "skip".into());
-        if !matches!(on_conflict.as_str(), "skip" | "upsert") {
+        let on_conflict = form.on_conflict.map_or_else(|| "skip".to_string(), Choice::into_string);
+        if !OnConflict::allows(&on_conflict) {
             return Err(ApiError::invalid_parameter("on_conflict", "must be skip or upsert"));
         }
         let column_map = match form.column_map {

@@ -44,9 +44,11 @@ pub struct UpdateProperty {
     /// The new fallback; `null` clears it.
     #[serde(default)]
     pub fallback_value: MaybeUndefined<Value>,
-    /// Fixed at creation: sending it is `422 invalid_parameter`.
+    /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
+    #[oai(skip)]
     pub key: Option<Value>,
-    /// Fixed at creation: sending it is `422 invalid_parameter`.
+    /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
+    #[oai(skip)]
     #[oai(rename = "type")]
     #[serde(rename = "type")]
     pub kind: Option<Value>,

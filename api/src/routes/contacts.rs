@@ -186,7 +186,7 @@ impl ContactsApi {
         /// Return items before (newer than) this id.
         before: Query<Option<IdText>>,
         /// Only the segment's members, evaluated now as a broadcast would resolve them.
-        segment_id: Query<Option<String>>,
+        segment_id: Query<Option<IdText>>,
     ) -> ApiResult<Json<ContactList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;

@@ -84,11 +84,14 @@ pub struct UpdateDomain {
     pub capabilities: Option<Capabilities>,
     pub open_tracking: Option<bool>,
     pub click_tracking: Option<bool>,
-    /// Cannot change; accepted when equal to the domain's own.
+    /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
+    #[oai(skip)]
     pub region: Option<Region>,
-    /// Cannot change; accepted when equal to the domain's own.
+    /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
+    #[oai(skip)]
     pub custom_return_path: Option<String>,
-    /// Cannot change; accepted when equal to the domain's own.
+    /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
+    #[oai(skip)]
     pub receiving_host: Option<String>,
 }
 
@@ -234,6 +237,7 @@ pub struct Autoconfigure {
     pub api_token: Option<String>,
     /// Keep the token (sealed) for later runs; by default it is forgotten after writing.
     #[serde(default)]
+    #[oai(default)]
     pub keep_token: bool,
 }
 

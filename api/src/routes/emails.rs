@@ -5,7 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin, IdempotencyKey};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{Bounded, Choice, Choices, IdText, Nullable};
+use crate::fields::{Bounded, Choice, Choices, IdText, InstantOrDate, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::send::{self, SendEmail};
 use crate::state::{AppState, Caller};
@@ -326,13 +326,14 @@ impl EmailsApi {
         /// Only emails sent with this key.
         api_key_id: Query<Option<IdText>>,
         /// ISO 8601 instant or calendar date, inclusive.
-        start_date: Query<Option<String>>,
+        start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive.
-        end_date: Query<Option<String>>,
+        end_date: Query<Option<InstantOrDate>>,
         /// 1 to 200 characters, case-insensitive, against the subject, sender and recipients.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
         search: Query<Option<String>>,
         /// Comma-separated `name` or `name:value`; every one must match.
+        #[oai(validator(pattern = r"^ *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *(, *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *)*$"))]
         tags: Query<Option<String>>,
     ) -> ApiResult<Json<EmailList>> {
         let page = page_request(limit.0, after.0, before.0)?;
@@ -364,9 +365,9 @@ impl EmailsApi {
         state: Data<&AppState>,
         caller: Data<&Caller>,
         /// ISO 8601 instant or calendar date, inclusive (default 30 days before `end_date`).
-        start_date: Query<Option<String>>,
+        start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive (default now, or `start_date` when that is later).
-        end_date: Query<Option<String>>,
+        end_date: Query<Option<InstantOrDate>>,
     ) -> ApiResult<Json<EmailMetrics>> {
         let (start, end) = date_range(start_date.0, end_date.0, true)?;
         let end = end.unwrap_or_else(|| start.map_or_else(Utc::now, |start| start.max(Utc::now())));

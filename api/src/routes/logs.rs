@@ -2,7 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{IdText, Nullable};
+use crate::fields::{IdText, Instant, Nullable};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -75,22 +75,23 @@ impl LogsApi {
         /// Return logs before (newer than) this log id.
         before: Query<Option<IdText>>,
         /// Only this response status.
+        #[oai(validator(minimum(value = "100"), maximum(value = "599")))]
         status: Query<Option<i16>>,
         /// Only this source: `api`, `dashboard` or `sdk:<name>`.
-        #[oai(validator(pattern = "^(api|dashboard|sdk:.+)$"))]
+        #[oai(validator(pattern = r"^(api|dashboard|sdk:[^\u0000-\u001F\u007F-\u009F]+)$"))]
         source: Query<Option<String>>,
         /// Every source but this one.
-        #[oai(validator(pattern = "^(api|dashboard|sdk:.+)$"))]
+        #[oai(validator(pattern = r"^(api|dashboard|sdk:[^\u0000-\u001F\u007F-\u009F]+)$"))]
         exclude_source: Query<Option<String>>,
         /// Only this exact User-Agent.
         user_agent: Query<Option<String>>,
         /// 1 to 200 characters, case-insensitive, against the endpoint and the requested path.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
         search: Query<Option<String>>,
         /// ISO 8601 instant, inclusive.
-        start_date: Query<Option<String>>,
+        start_date: Query<Option<Instant>>,
         /// ISO 8601 instant, inclusive.
-        end_date: Query<Option<String>>,
+        end_date: Query<Option<Instant>>,
     ) -> ApiResult<Json<LogList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let (start, end) = date_range(start_date.0, end_date.0, false)?;

@@ -28,6 +28,7 @@ const MAX_NAME: usize = 200;
 #[derive(Object, Deserialize)]
 pub struct CreateSegment {
     /// Up to 200 characters, unique among the team's live segments.
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
     pub name: String,
     /// A group `{ all | any | not: [...] }` over conditions `{ field, op, value }` and
     /// `{ topic, subscription }`, nested at most three deep with at most 20 conditions; `null`
@@ -38,9 +39,11 @@ pub struct CreateSegment {
 /// Body of `PATCH /segments/{segment}`.
 #[derive(Object, Deserialize)]
 pub struct UpdateSegment {
-    /// The new name.
+    /// The new name, up to 200 characters.
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
     pub name: String,
-    /// Fixed at creation: sending it is `422 invalid_parameter`.
+    /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
+    #[oai(skip)]
     pub filter: Option<Value>,
 }
 

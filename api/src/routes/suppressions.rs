@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{Choice, Choices, EmailAddress, IdText, Nullable};
+use crate::fields::{Choice, Choices, EmailAddress, IdText, InstantOrDate, Nullable};
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -149,12 +149,12 @@ impl SuppressionsApi {
         /// Only suppressions of this origin.
         origin: Query<Option<Choice<Origin>>>,
         /// 1 to 200 characters, a case-insensitive substring of the address; `%` and `_` are literal.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
         search: Query<Option<String>>,
         /// ISO 8601 instant or calendar date, inclusive.
-        start_date: Query<Option<String>>,
+        start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive.
-        end_date: Query<Option<String>>,
+        end_date: Query<Option<InstantOrDate>>,
     ) -> ApiResult<Json<SuppressionList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         if let Some(origin) = &origin.0

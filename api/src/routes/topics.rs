@@ -54,7 +54,8 @@ pub struct UpdateTopic {
     #[oai(validator(max_length = 200))]
     pub description: MaybeUndefined<String>,
     pub visibility: Option<Choice<Visibility>>,
-    /// Fixed at creation: sending it is `422 invalid_parameter`.
+    /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
+    #[oai(skip)]
     pub default_subscription: Option<serde_json::Value>,
 }
 
@@ -118,7 +119,7 @@ pub struct ContactTopicList {
 #[derive(Object, Deserialize, Clone)]
 pub struct TopicChoice {
     /// The topic's id.
-    pub id: String,
+    pub id: IdText,
     pub subscription: Choice<Subscription>,
 }
 

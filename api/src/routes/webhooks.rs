@@ -60,7 +60,7 @@ pub struct WebhookView {
     pub object: String,
     pub id: String,
     pub endpoint: String,
-    pub events: Vec<Choice<EventType>>,
+    pub events: Vec<String>,
     pub status: Choice<EndpointStatus>,
     /// `manual`, or `failing` when Herald disabled it after failing every delivery for too long.
     pub disabled_reason: Nullable<String>,
@@ -403,7 +403,7 @@ fn view(endpoint: Endpoint) -> WebhookView {
         object: "webhook".into(),
         id: endpoint.id.to_string(),
         endpoint: endpoint.url,
-        events: endpoint.events.into_iter().map(Choice::from).collect(),
+        events: endpoint.events,
         status: endpoint.status.into(),
         disabled_reason: endpoint.disabled_reason.into(),
         created_at: endpoint.created_at,
