@@ -6,6 +6,9 @@ use crate::error::ApiError;
 use poem::{Request, RequestBody};
 use poem_openapi::payload::{ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
+use std::any::TypeId;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
@@ -29,18 +32,20 @@ impl<T: Type> Payload for Body<T> {
     }
 }
 
-impl<T: Type + DeserializeOwned + Send> ParsePayload for Body<T> {
+impl<T: Type + DeserializeOwned + Send + 'static> ParsePayload for Body<T> {
     const IS_REQUIRED: bool = true;
 
     async fn from_request(_request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
         let bytes = body.take()?.into_bytes().await.map_err(|_| {
             ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", "The request body could not be read.")
         })?;
-        Ok(Body(parse_json(&bytes)?, bytes.to_vec()))
+        let value = read_value(&bytes)?;
+        check_shapes::<T>(&value)?;
+        Ok(Body(deserialize(value)?, bytes.to_vec()))
     }
 }
 
-impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for Body<T> {
+impl<'a, T: Type + DeserializeOwned + Send + 'static> ApiExtractor<'a> for Body<T> {
     const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
     type ParamType = ();
     type ParamRawType = ();
@@ -69,6 +74,11 @@ impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for Body<T> {
 /// Parses a JSON body into `T`: malformed JSON or a field of the wrong shape is
 /// `400 validation_error`; a missing or null required field is `422 missing_required_field`.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    deserialize(read_value(bytes)?)
+}
+
+/// The body as JSON: an object or an array, with no character the edge refuses.
+fn read_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| {
         ApiError::new(
@@ -85,6 +95,72 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         ));
     }
     crate::input::check_body(&value)?;
+    Ok(value)
+}
+
+/// serde's derived structs also read a JSON array, by position (`[null, null]` as
+/// `{ sending, receiving }`). This refuses an array wherever `T`'s documented schema wants an
+/// object with properties, naming the path, before serde reads the body.
+fn check_shapes<T: Type + 'static>(value: &serde_json::Value) -> Result<(), ApiError> {
+    static REGISTRIES: OnceLock<Mutex<HashMap<TypeId, &'static Registry>>> = OnceLock::new();
+    let registry = {
+        let mut registries = REGISTRIES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        *registries.entry(TypeId::of::<T>()).or_insert_with(|| {
+            let mut registry = Registry::new();
+            T::register(&mut registry);
+            Box::leak(Box::new(registry))
+        })
+    };
+    shape(value, &T::schema_ref(), registry, &mut String::new())
+}
+
+fn shape(value: &serde_json::Value, schema: &MetaSchemaRef, registry: &Registry, path: &mut String) -> Result<(), ApiError> {
+    use serde_json::Value;
+    let schema = match schema {
+        MetaSchemaRef::Inline(schema) => &**schema,
+        MetaSchemaRef::Reference(name) => match registry.schemas.get(name) {
+            Some(schema) => schema,
+            None => return Ok(()),
+        },
+    };
+    match value {
+        Value::Array(_) if !schema.properties.is_empty() => {
+            return Err(ApiError::invalid_field(if path.is_empty() { "body" } else { path }, "must be a JSON object"));
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = &schema.items {
+                for (index, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{index}]"));
+                    shape(item, item_schema, registry, path)?;
+                    path.truncate(len);
+                }
+            }
+        }
+        Value::Object(fields) => {
+            for (name, property) in &schema.properties {
+                if let Some(inner) = fields.get(*name) {
+                    let len = path.len();
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(name);
+                    shape(inner, property, registry, path)?;
+                    path.truncate(len);
+                }
+            }
+        }
+        _ => {}
+    }
+    for inner in &schema.all_of {
+        shape(value, inner, registry, path)?;
+    }
+    Ok(())
+}
+
+/// Reads `T` from the JSON: a field of the wrong shape is `400 validation_error`; a missing or
+/// null required field is `422 missing_required_field`.
+fn deserialize<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, ApiError> {
     serde_path_to_error::deserialize::<_, T>(value).map_err(|error| {
         let path = error.path().to_string();
         let inner = error.into_inner().to_string();
@@ -143,6 +219,31 @@ mod tests {
     fn malformed_json_is_a_400_validation_error() {
         let error = parse_json::<Named>(b"{\"name\":").unwrap_err();
         assert_eq!((error.status.as_u16(), error.name), (400, "validation_error"));
+    }
+
+    #[derive(Debug, Deserialize, poem_openapi::Object)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Option<Named2>,
+        list: Option<Vec<Named2>>,
+    }
+
+    #[derive(Debug, Deserialize, poem_openapi::Object)]
+    #[allow(dead_code)]
+    #[oai(rename = "BodyTestNamed")]
+    struct Named2 {
+        name: String,
+    }
+
+    #[test]
+    fn an_array_where_the_schema_wants_an_object_is_refused_naming_its_path() {
+        let error = check_shapes::<Outer>(&serde_json::json!({ "inner": ["a", null] })).unwrap_err();
+        assert_eq!((error.status.as_u16(), error.errors[0].path.as_str()), (400, "inner"));
+        let error = check_shapes::<Outer>(&serde_json::json!({ "list": [{ "name": "a" }, ["b"]] })).unwrap_err();
+        assert_eq!(error.errors[0].path, "list[1]");
+        assert_eq!(check_shapes::<Outer>(&serde_json::json!(["a"])).unwrap_err().errors[0].path, "body");
+        assert!(check_shapes::<Vec<Named2>>(&serde_json::json!([{ "name": "a" }])).is_ok());
+        assert!(check_shapes::<Outer>(&serde_json::json!({ "inner": { "name": "a" }, "list": [] })).is_ok());
     }
 
     #[test]

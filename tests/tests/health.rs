@@ -7,7 +7,7 @@ async fn health_answers_ok_with_version_and_env_without_a_key() {
     let app = TestApp::spawn().await;
     let answer = Answer::from(app.client.get(app.url("/health")).send().await.unwrap()).await;
     assert_eq!(answer.status, 200);
-    assert_eq!(answer.body, serde_json::json!({ "status": "ok", "version": "1.0.0", "env": "test" }));
+    assert_eq!(answer.body, serde_json::json!({ "status": "ok", "version": "1.0.0", "env": "test", "request_logs_dropped": 0 }));
 }
 
 #[tokio::test]
