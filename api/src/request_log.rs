@@ -97,7 +97,8 @@ async fn write_batches(
 /// its bodies. Returns how many logs could not be written.
 async fn write_isolating(pool: &PgPool, batch: &mut [RequestLog]) -> u64 {
     let mut lost = 0;
-    let mut pending = vec![0..batch.len()];
+    let mut pending = Vec::new();
+    pending.push(0..batch.len());
     while let Some(range) = pending.pop() {
         match insert_with_retry(pool, &batch[range.clone()]).await {
             Written::Yes => {}
