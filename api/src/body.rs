@@ -8,7 +8,7 @@ use poem_openapi::payload::{ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
 use std::any::TypeId;
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{OnceLock, RwLock};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
@@ -102,14 +102,17 @@ fn read_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
 /// `{ sending, receiving }`). This refuses an array wherever `T`'s documented schema wants an
 /// object with properties, naming the path, before serde reads the body.
 fn check_shapes<T: Type + 'static>(value: &serde_json::Value) -> Result<(), ApiError> {
-    static REGISTRIES: OnceLock<Mutex<HashMap<TypeId, &'static Registry>>> = OnceLock::new();
-    let registry = {
-        let mut registries = REGISTRIES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
-        *registries.entry(TypeId::of::<T>()).or_insert_with(|| {
+    // Each body type's schemas are built once and kept (a few dozen types in all).
+    static REGISTRIES: OnceLock<RwLock<HashMap<TypeId, &'static Registry>>> = OnceLock::new();
+    let registries = REGISTRIES.get_or_init(Default::default);
+    let known = registries.read().unwrap_or_else(|e| e.into_inner()).get(&TypeId::of::<T>()).copied();
+    let registry = match known {
+        Some(registry) => registry,
+        None => *registries.write().unwrap_or_else(|e| e.into_inner()).entry(TypeId::of::<T>()).or_insert_with(|| {
             let mut registry = Registry::new();
             T::register(&mut registry);
             Box::leak(Box::new(registry))
-        })
+        }),
     };
     shape(value, &T::schema_ref(), registry, &mut String::new())
 }

@@ -14,7 +14,7 @@
 //! - [`Choice<C>`]: a string the handler accepts only from `C::VALUES`: an `enum` component in
 //!   the document, any string when parsed (the handler's own check answers).
 //! - [`Bounded<MIN, MAX>`]: a string of `MIN` to `MAX` characters in the document, any string
-//!   when parsed (the handler's own check answers).
+//!   when parsed (the handler's own check answers); [`Search<MAX>`] the same for `search`.
 //! - [`EmailAddress`], [`IdText`], [`Instant`], [`InstantOrDate`]: a `format` in the document,
 //!   any string when parsed (the handler's own check answers).
 
@@ -295,6 +295,44 @@ impl<const MIN: usize, const MAX: usize> Type for Bounded<MIN, MAX> {
     }
 }
 
+/// What a search may hold: no control character, and one character that is not a space.
+pub const SEARCH_PATTERN: &str =
+    r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$";
+
+/// A `search` query parameter, documented as 1 to `MAX` characters of [`SEARCH_PATTERN`];
+/// parsing takes any string and [`crate::paging::search_text`] checks it against the same `MAX`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Search<const MAX: usize>(pub String);
+
+impl<const MAX: usize> Type for Search<MAX> {
+    const IS_REQUIRED: bool = true;
+
+    type RawValueType = String;
+
+    type RawElementValueType = String;
+
+    fn name() -> Cow<'static, str> {
+        format!("search(1..={MAX})").into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        MetaSchemaRef::Inline(Box::new(MetaSchema {
+            min_length: Some(1),
+            max_length: Some(MAX),
+            pattern: Some(SEARCH_PATTERN.into()),
+            ..MetaSchema::new("string")
+        }))
+    }
+
+    fn as_raw_value(&self) -> Option<&String> {
+        Some(&self.0)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a String> + 'a> {
+        Box::new(std::iter::once(&self.0))
+    }
+}
+
 /// The parsing the documented string types share: any string.
 macro_rules! any_string {
     ($ty:ty, [$($generics:tt)*], $make:expr) => {
@@ -341,6 +379,7 @@ impl<C: Choices> ParseFromMultipartField for Choice<C> {
     }
 }
 any_string!(Bounded<MIN, MAX>, [const MIN: usize, const MAX: usize], Bounded);
+any_string!(Search<MAX>, [const MAX: usize], Search);
 
 /// Declares a string type documented with a `format`; parsing takes any string and the handler
 /// checks it.

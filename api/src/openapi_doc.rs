@@ -401,41 +401,4 @@ mod tests {
         upgrade_schemas(&mut addresses);
         assert_eq!(addresses, json!({ "oneOf": [{ "type": "string" }, { "type": "array" }] }));
     }
-
-    /// Every schema in `value`, with where it is.
-    fn schemas<'a>(value: &'a Value, at: String, out: &mut Vec<(String, &'a Map<String, Value>)>) {
-        match value {
-            Value::Object(map) => {
-                out.push((at.clone(), map));
-                for (key, inner) in map {
-                    schemas(inner, format!("{at}/{key}"), out);
-                }
-            }
-            Value::Array(items) => {
-                for (i, inner) in items.iter().enumerate() {
-                    schemas(inner, format!("{at}/{i}"), out);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    #[test]
-    fn no_schema_wraps_a_single_reference_in_all_of_or_is_an_object_and_a_union() {
-        let doc = document();
-        let mut all = Vec::new();
-        schemas(&doc, String::new(), &mut all);
-        for (at, map) in all {
-            if let Some(Value::Array(all_of)) = map.get("allOf") {
-                let refs = all_of.iter().filter(|s| s.get("$ref").is_some()).count();
-                let annotations_only = all_of.iter().filter(|s| s.get("$ref").is_none()).all(|s| {
-                    s.as_object().is_some_and(|s| s.keys().all(|k| ANNOTATIONS.contains(&k.as_str())))
-                });
-                assert!(!(refs == 1 && annotations_only), "{at}: allOf around one $ref");
-            }
-            let union = map.contains_key("oneOf") || map.contains_key("anyOf");
-            assert!(!(union && map.get("type") == Some(&json!("object")) && !map.contains_key("properties")), "{at}: object and union");
-            assert!(!map.contains_key("nullable"), "{at}: 3.0 nullable");
-        }
-    }
 }

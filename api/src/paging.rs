@@ -1,7 +1,7 @@
 //! The paging query shared by every list: `limit` 1–100 (default 20), `after` or `before`.
 
 use crate::error::{ApiError, ApiResult};
-use crate::fields::IdText;
+use crate::fields::{IdText, Search};
 use chrono::{DateTime, Utc};
 use schema::page::{Cursor, PageRequest};
 
@@ -25,13 +25,14 @@ pub fn page_request(limit: Option<i64>, after: Option<IdText>, before: Option<Id
     Ok(PageRequest { limit, cursor })
 }
 
-/// A search text: trimmed, 1 to `max` characters; blank is `422 invalid_parameter`.
-pub fn search_text(raw: Option<String>, max: usize) -> ApiResult<Option<String>> {
-    match raw {
+/// A search text: trimmed, 1 to `MAX` characters; blank is `422 invalid_parameter`. (Control
+/// characters were refused at the edge.)
+pub fn search_text<const MAX: usize>(raw: Option<Search<MAX>>) -> ApiResult<Option<String>> {
+    match raw.map(|search| search.0) {
         None => Ok(None),
         Some(text) if text.trim().is_empty() => Err(ApiError::invalid_parameter("search", "must not be blank")),
-        Some(text) if text.trim().chars().count() > max => {
-            Err(ApiError::invalid_parameter("search", format!("must be at most {max} characters")))
+        Some(text) if text.trim().chars().count() > MAX => {
+            Err(ApiError::invalid_parameter("search", format!("must be at most {MAX} characters")))
         }
         Some(text) => Ok(Some(text.trim().to_string())),
     }
@@ -98,7 +99,8 @@ mod tests {
 
     #[test]
     fn blank_search_is_refused() {
-        assert_eq!(search_text(Some("  ".into()), 200).unwrap_err().name, "invalid_parameter");
-        assert_eq!(search_text(Some(" prod ".into()), 200).unwrap(), Some("prod".into()));
+        assert_eq!(search_text(Some(Search::<200>("  ".into()))).unwrap_err().name, "invalid_parameter");
+        assert_eq!(search_text(Some(Search::<200>(" prod ".into()))).unwrap(), Some("prod".into()));
+        assert_eq!(search_text(Some(Search::<3>("four".into()))).unwrap_err().name, "invalid_parameter");
     }
 }

@@ -212,6 +212,9 @@ pub fn stored_body(raw: &[u8], carries_send_content: bool) -> Option<Value> {
     if raw.is_empty() {
         return None;
     }
+    if raw.len() > MAX_STORED_BODY {
+        return Some(json!({ "truncated": { "size": raw.len(), "sha256": schema::secret::digest_hex(raw) } }));
+    }
     let Ok(mut value) = serde_json::from_slice::<Value>(raw) else {
         return Some(json!({ "unparsed": { "size": raw.len(), "sha256": schema::secret::digest_hex(raw) } }));
     };
@@ -234,6 +237,10 @@ fn names_a_secret(value: &Value) -> bool {
         _ => false,
     }
 }
+
+/// Bodies larger than this are stored as their size and digest only (a log is for finding a
+/// call, not for keeping megabytes of content).
+const MAX_STORED_BODY: usize = 64 * 1024;
 
 /// Fields of a send that carry its content.
 const CONTENT_FIELDS: &[&str] = &["html", "text", "content", "react"];
@@ -291,6 +298,14 @@ mod tests {
         let mut body = json!({ "a\u{0}": ["x\u{0}y", { "k": "\u{0}" }], "n": 1 });
         replace_nul(&mut body);
         assert_eq!(body, json!({ "a\u{fffd}": ["x\u{fffd}y", { "k": "\u{fffd}" }], "n": 1 }));
+    }
+
+    #[test]
+    fn a_body_over_64_kib_is_kept_as_its_size_and_digest() {
+        let raw = format!(r#"{{"name":"{}"}}"#, "x".repeat(70_000));
+        let stored = stored_body(raw.as_bytes(), false).unwrap();
+        assert_eq!(stored["truncated"]["size"], raw.len());
+        assert!(stored.get("name").is_none());
     }
 
     #[test]

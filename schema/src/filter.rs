@@ -277,7 +277,8 @@ impl Parser<'_> {
             },
             _ if fits(kind, &value) => value,
             _ => {
-                self.problem(&format!("{path}.value"), format!("must be a {} value", kind_name(kind)));
+                let limit = if kind == Kind::String { format!(" of at most {} characters", crate::model::MAX_PROPERTY_TEXT) } else { String::new() };
+                self.problem(&format!("{path}.value"), format!("must be a {} value{limit}", kind_name(kind)));
                 return None;
             }
         };
@@ -312,7 +313,7 @@ fn kind_name(kind: Kind) -> &'static str {
 
 fn fits(kind: Kind, value: &Value) -> bool {
     match kind {
-        Kind::String => value.is_string(),
+        Kind::String => value.as_str().is_some_and(|s| s.chars().count() <= crate::model::MAX_PROPERTY_TEXT),
         Kind::Number => value.is_number(),
         Kind::Boolean => value.is_boolean(),
         Kind::Date => value.as_str().is_some_and(|s| date(s).is_some()),

@@ -79,6 +79,9 @@ pub fn next_unlock(tier: i16) -> Option<&'static str> {
     }
 }
 
+/// Longest text a contact property holds (a value, a fallback, a filter's comparison value).
+pub const MAX_PROPERTY_TEXT: usize = 2000;
+
 /// The contact property type (`string`, `number`, `boolean`) a JSON value has, if any.
 pub fn property_kind(value: &serde_json::Value) -> Option<&'static str> {
     match value {

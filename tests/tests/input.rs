@@ -88,3 +88,42 @@ async fn refused_requests_with_nul_are_still_logged_with_the_nul_replaced() {
     assert_eq!(log.status, 200, "the refused call can be looked up by its request id: {}", log.body);
     assert_eq!(log.body["request_body"]["first_name"], "a\u{fffd}b");
 }
+
+#[tokio::test]
+async fn a_ten_megabyte_string_in_any_field_is_refused_and_writes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    let segment = app.post("/segments", json!({ "name": "S" })).await.body["id"].as_str().unwrap().to_string();
+    let big = "x".repeat(10 * 1024 * 1024);
+    let email = |field: &str| {
+        let mut body = json!({ "from": "a@acme.test", "to": "b@inbox.test", "subject": "s", "text": "t" });
+        body[field] = json!(big);
+        body
+    };
+    let cases = [
+        ("/contacts", json!({ "email": "a@b.test", "first_name": big })),
+        ("/contacts", json!({ "email": "a@b.test", "properties": { "note": big } })),
+        ("/topics", json!({ "name": "T", "default_subscription": "opt_in", "description": big })),
+        ("/segments", json!({ "name": big })),
+        ("/segments", json!({ "name": "F", "filter": { "all": [{ "field": "email", "op": "contains", "value": big }] } })),
+        ("/contact-properties", json!({ "key": "plan", "type": "string", "fallback_value": big })),
+        ("/api-keys", json!({ "name": big })),
+        ("/webhooks", json!({ "endpoint": format!("https://example.com/{big}"), "events": ["email.sent"] })),
+        ("/suppressions", json!({ "email": big })),
+        ("/domains", json!({ "name": big })),
+        ("/emails", email("subject")),
+        ("/emails", email("html")),
+        (&format!("/audiences/{segment}/contacts"), json!({ "email": "a@b.test", "last_name": big })),
+    ];
+    let keys = app.count("api_keys").await;
+    for (path, body) in cases {
+        let answer = app.post(path, body).await;
+        assert!((400..500).contains(&answer.status), "{path}: {} {}", answer.status, answer.body);
+    }
+    for table in ["contacts", "topics", "contact_properties", "webhook_endpoints", "suppressions", "domains", "emails"] {
+        assert_eq!(app.count(table).await, 0, "{table}");
+    }
+    assert_eq!((app.count("segments").await, app.count("api_keys").await), (1, keys));
+    app.wait_for_rows("request_logs", 14).await;
+    let largest: i32 = sqlx::query_scalar("SELECT max(pg_column_size(request_body)) FROM request_logs").fetch_one(&app.pool).await.unwrap();
+    assert!(largest < 64 * 1024, "a huge body is logged as its size and digest, not kept ({largest} bytes)");
+}

@@ -213,6 +213,15 @@ async fn a_segments_contacts_are_listed_under_its_path_as_the_resend_sdks_call_i
     assert_eq!(emails_of(&app.get(&format!("/segments/{pros}/contacts")).await), member_emails(&app, &pros).await);
     app.get("/segments/00000000-0000-7000-8000-000000000000/contacts").await.assert_error(404, "not_found");
     app.get("/segments/nope/contacts").await.assert_error(404, "not_found");
+    let (_, other_key) = api::cli::create_team(&app.pool, "Other team").await.unwrap();
+    let theirs = app.request_as(&other_key, reqwest::Method::GET, &format!("/segments/{pros}/contacts")).send().await.unwrap();
+    tests::Answer::from(theirs).await.assert_error(404, "not_found");
+    let theirs = app.request_as(&other_key, reqwest::Method::GET, &format!("/audiences/{pros}/contacts")).send().await.unwrap();
+    tests::Answer::from(theirs).await.assert_error(404, "not_found");
+    let body = json!({ "email": "x@other.test" });
+    let theirs = app.request_as(&other_key, reqwest::Method::POST, &format!("/audiences/{pros}/contacts")).json(&body).send().await.unwrap();
+    tests::Answer::from(theirs).await.assert_error(404, "not_found");
+    assert_eq!(app.count("contacts").await, 2, "another team's audience takes no contact");
 }
 
 #[tokio::test]

@@ -3,7 +3,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{page_request, search_text};
-use crate::fields::{IdText, Nullable};
+use crate::fields::{IdText, Nullable, Search};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -183,8 +183,7 @@ impl ApiKeysApi {
         /// `active` (default), `revoked` or `all`.
         status: Query<Option<StatusQuery>>,
         /// 1 to 255 characters, a case-insensitive substring of the name; `%` and `_` match literally.
-        #[oai(validator(min_length = 1, max_length = 255, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
-        search: Query<Option<String>>,
+        search: Query<Option<Search<MAX_NAME>>>,
         /// Only keys with this permission.
         permission: Query<Option<Permission>>,
         /// Only keys with this Inbox access.
@@ -197,7 +196,7 @@ impl ApiKeysApi {
                 StatusQuery::Revoked => StatusFilter::Revoked,
                 StatusQuery::All => StatusFilter::All,
             },
-            search: search_text(search.0, MAX_NAME)?,
+            search: search_text(search.0)?,
             permission: permission.0,
             inbox_access: inbox_access.0,
         };

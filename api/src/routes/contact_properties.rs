@@ -5,7 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::{Choice, Choices, Nullable};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
-use schema::model::property_kind;
+use schema::model::{MAX_PROPERTY_TEXT, property_kind};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -174,11 +174,14 @@ async fn find(state: &AppState, caller: &Caller, raw: &str) -> ApiResult<Propert
     found.ok_or_else(|| ApiError::not_found("Contact property"))
 }
 
-/// A fallback must be of the property's type.
+/// A fallback must be of the property's type, and text no longer than a property holds.
 fn check_fallback(kind: &str, fallback: Option<&Value>) -> ApiResult<()> {
     match fallback {
         Some(value) if !value.is_null() && property_kind(value) != Some(kind) => {
             Err(ApiError::invalid_field("fallback_value", format!("must be a {kind}")))
+        }
+        Some(Value::String(text)) if text.chars().count() > MAX_PROPERTY_TEXT => {
+            Err(ApiError::invalid_field("fallback_value", format!("must be at most {MAX_PROPERTY_TEXT} characters")))
         }
         _ => Ok(()),
     }

@@ -16,7 +16,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
 use schema::email::Mailbox;
-use schema::model::property_kind;
+use schema::model::{MAX_PROPERTY_TEXT, property_kind};
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Key};
 use schema::store::events::{self, NewEvent};
 use schema::store::segments;
@@ -31,8 +31,6 @@ pub struct ContactsApi;
 pub const MAX_PROPERTIES: usize = 100;
 /// Longest first or last name.
 const MAX_NAME: usize = 200;
-/// Longest string property value.
-const MAX_STRING_VALUE: usize = 2000;
 
 /// Body of `POST /contacts`.
 #[derive(Object, Deserialize)]
@@ -339,8 +337,8 @@ async fn typed_properties(
             add(path, "must be a string, number or boolean".into());
             continue;
         };
-        if value.as_str().is_some_and(|s| s.chars().count() > MAX_STRING_VALUE) {
-            add(path, format!("must be at most {MAX_STRING_VALUE} characters"));
+        if value.as_str().is_some_and(|s| s.chars().count() > MAX_PROPERTY_TEXT) {
+            add(path, format!("must be at most {MAX_PROPERTY_TEXT} characters"));
             continue;
         }
         match declared.get(key) {

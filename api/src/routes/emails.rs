@@ -5,7 +5,7 @@ use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::idempotency::{self, Begin, IdempotencyKey};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{Bounded, Choice, Choices, IdText, InstantOrDate, Nullable};
+use crate::fields::{Bounded, Choice, Choices, IdText, InstantOrDate, Nullable, Search};
 use crate::routes::{Tag, Updated, path_id};
 use crate::send::{self, SendEmail};
 use crate::state::{AppState, Caller};
@@ -330,8 +330,7 @@ impl EmailsApi {
         /// ISO 8601 instant or calendar date, inclusive.
         end_date: Query<Option<InstantOrDate>>,
         /// 1 to 200 characters, case-insensitive, against the subject, sender and recipients.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
-        search: Query<Option<String>>,
+        search: Query<Option<Search<200>>>,
         /// Comma-separated `name` or `name:value`; every one must match.
         #[oai(validator(pattern = r"^ *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *(, *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *)*$"))]
         tags: Query<Option<String>>,
@@ -348,7 +347,7 @@ impl EmailsApi {
             .map(|raw| schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter("api_key_id", "must be a key id")))
             .transpose()?;
         let (tag_names, tag_pairs) = tag_filter(tags.0.as_deref())?;
-        let filter = emails::ListFilter { status: status.0.map(Choice::into_string), api_key_id, start, end, search: search_text(search.0, 200)?, tag_names, tag_pairs };
+        let filter = emails::ListFilter { status: status.0.map(Choice::into_string), api_key_id, start, end, search: search_text(search.0)?, tag_names, tag_pairs };
         let mut conn = state.pool.acquire().await?;
         let page = emails::list(&mut conn, caller.team_id, &filter, &page).await?;
         let ids: Vec<Uuid> = page.data.iter().map(|e| e.id).collect();

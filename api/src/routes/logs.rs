@@ -2,7 +2,7 @@
 
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{IdText, Instant, Nullable};
+use crate::fields::{IdText, Instant, Nullable, Search};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -86,8 +86,7 @@ impl LogsApi {
         /// Only this exact User-Agent.
         user_agent: Query<Option<String>>,
         /// 1 to 200 characters, case-insensitive, against the endpoint and the requested path.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
-        search: Query<Option<String>>,
+        search: Query<Option<Search<200>>>,
         /// ISO 8601 instant, inclusive.
         start_date: Query<Option<Instant>>,
         /// ISO 8601 instant, inclusive.
@@ -100,7 +99,7 @@ impl LogsApi {
             source: source.0.map(|s| source_name("source", s)).transpose()?,
             exclude_source: exclude_source.0.map(|s| source_name("exclude_source", s)).transpose()?,
             user_agent: user_agent.0,
-            search: search_text(search.0, 200)?,
+            search: search_text(search.0)?,
             start,
             end,
         };

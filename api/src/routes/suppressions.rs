@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{Choice, Choices, EmailAddress, IdText, InstantOrDate, Nullable};
+use crate::fields::{Choice, Choices, EmailAddress, IdText, InstantOrDate, Nullable, Search};
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -149,8 +149,7 @@ impl SuppressionsApi {
         /// Only suppressions of this origin.
         origin: Query<Option<Choice<Origin>>>,
         /// 1 to 200 characters, a case-insensitive substring of the address; `%` and `_` are literal.
-        #[oai(validator(min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
-        search: Query<Option<String>>,
+        search: Query<Option<Search<200>>>,
         /// ISO 8601 instant or calendar date, inclusive.
         start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive.
@@ -163,7 +162,7 @@ impl SuppressionsApi {
             return Err(ApiError::invalid_parameter("origin", format!("must be one of {}", Origin::VALUES.join(", "))));
         }
         let (start, end) = date_range(start_date.0, end_date.0, true)?;
-        let filter = suppressions::ListFilter { origin: origin.0.map(Choice::into_string), search: search_text(search.0, 200)?, start, end };
+        let filter = suppressions::ListFilter { origin: origin.0.map(Choice::into_string), search: search_text(search.0)?, start, end };
         let mut conn = state.pool.acquire().await?;
         let page = suppressions::list(&mut conn, caller.team_id, &filter, &page).await?;
         Ok(Json(SuppressionList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(view).collect() }))
