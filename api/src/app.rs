@@ -6,7 +6,9 @@ use crate::openapi_doc;
 use crate::request_log::{LogWriter, LogWriterTask};
 use crate::state::AppState;
 use poem::listener::{Acceptor, Listener, TcpAcceptor, TcpListener};
-use poem::{Endpoint, EndpointExt, Route, Server, get, handler, web::Json};
+use poem::web::{Html, Json};
+use poem::http::Method;
+use poem::{Endpoint, EndpointExt, IntoResponse, Route, Server, get, handler};
 use std::future::Future;
 use std::time::Duration;
 
@@ -14,8 +16,40 @@ use std::time::Duration;
 pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
     let document = openapi_doc::document();
     let spec = get(handler_for(document));
-    let inner = Route::new().at("/openapi.json", spec).nest("/", openapi_doc::service()).data(state.clone());
+    let routes = Route::new()
+        .at("/docs", get(reference))
+        .at("/openapi.json", spec)
+        .at("/outbox", get(crate::outbox::page))
+        .at("/metrics", crate::metrics::guarded)
+        .nest("/", openapi_doc::service());
+    // The service nested at `/` also catches `/` itself (a catch-all child wins over its
+    // node's own endpoint), so the index is answered before the routes.
+    let inner = routes
+        .around(|routes, req| async move {
+            if req.uri().path() == "/" && req.method() == Method::GET {
+                return Ok(index().into_response());
+            }
+            routes.call(req).await
+        })
+        .data(state.clone());
     Gateway { inner, state }
+}
+
+/// `GET /`: what the deployment is and where to read about it, each a path on this host.
+fn index() -> Json<serde_json::Value> {
+    Json(serde_json::json!({
+        "name": "Herald",
+        "version": env!("CARGO_PKG_VERSION"),
+        "docs": "/docs",
+        "openapi": "/openapi.json",
+        "health": "/health",
+    }))
+}
+
+/// `GET /docs`: the browsable API reference, served from the binary.
+#[handler]
+fn reference() -> Html<&'static str> {
+    Html(openapi_doc::reference_page())
 }
 
 fn handler_for(document: serde_json::Value) -> impl Endpoint {
@@ -32,6 +66,7 @@ pub struct Application {
     port: u16,
     state: AppState,
     log_task: LogWriterTask,
+    listener: crate::auth_cache::ListenerTask,
 }
 
 impl Application {
@@ -44,7 +79,9 @@ impl Application {
 
     /// Builds on existing pools.
     pub async fn build_with(config: Config, pool: sqlx::PgPool, relaxed: sqlx::PgPool) -> anyhow::Result<Self> {
-        let (logs, log_task) = LogWriter::start(pool.clone());
+        // Logs are queued in memory before they are written, so waiting for the WAL flush on
+        // their commits would guard nothing a crash of Herald does not lose anyway.
+        let (logs, log_task) = LogWriter::start(relaxed.clone());
         let acceptor = TcpListener::bind(config.http_addr.to_string()).into_acceptor().await?;
         let port = acceptor
             .local_addr()
@@ -55,8 +92,18 @@ impl Application {
         let fetcher = crate::send::Fetcher::from_config(&config)?;
         let fresh: [u8; 32] = rand::random();
         let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
-        let state = AppState { pool, relaxed, config, logs, checker, fetcher, link_key: std::sync::Arc::new(link_key) };
-        Ok(Self { acceptor, port, state, log_task })
+        if config.is_development() {
+            crate::outbox::ensure_dev_senders(&pool).await?;
+        }
+        let (keys, listener) = crate::auth_cache::KeyCache::start(relaxed.clone()).await?;
+        let buckets = std::sync::Arc::new(crate::rate_limit::Buckets::new(
+            relaxed.clone(),
+            config.rate_limit_capacity as f64,
+            config.rate_limit_refill,
+        ));
+        let link_key = std::sync::Arc::new(link_key);
+        let state = AppState { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets };
+        Ok(Self { acceptor, port, state, log_task, listener })
     }
 
     /// The bound port.
@@ -71,11 +118,16 @@ impl Application {
 
     /// Serves until `shutdown` resolves, lets requests finish, then writes every queued log.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Self { acceptor, port: _, state, log_task } = self;
+        let Self { acceptor, port: _, state, log_task, listener } = self;
         let timeout = Duration::from_secs(state.config.shutdown_seconds);
+        let metrics = crate::metrics::start(&state).await?;
         let endpoint = endpoint(state);
         let served = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(endpoint, shutdown, Some(timeout)).await;
+        if let Some(metrics) = metrics {
+            metrics.stop().await;
+        }
         log_task.close().await;
+        listener.close().await;
         served?;
         Ok(())
     }

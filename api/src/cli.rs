@@ -94,6 +94,9 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
                 return Ok(());
             }
             let (team_id, token) = create_team(&pool, &name).await?;
+            if config.is_development() {
+                crate::outbox::ensure_dev_senders(&pool).await?;
+            }
             println!("{}", json!({ "team_id": team_id, "api_key": token }));
             Ok(())
         }

@@ -73,6 +73,12 @@ pub struct Config {
     pub webhook_concurrency: usize,
     /// `HERALD_WEBHOOK_DISABLE_AFTER`: an endpoint failing every delivery this long is disabled.
     pub webhook_disable_after: std::time::Duration,
+    /// `HERALD_METRICS_ADDR`: when set, `serve` also listens here and answers `GET /metrics`
+    /// with no credential (bind it to a private network only).
+    pub metrics_addr: Option<SocketAddr>,
+    /// `HERALD_METRICS_TOKEN`: when set, `GET /metrics` on the API listener answers the
+    /// `Authorization: Bearer` of this token; unset, it is an unknown path there.
+    pub metrics_token: Option<String>,
 }
 
 /// The default database: the local server with trust auth.
@@ -117,6 +123,10 @@ impl Config {
         let smtp_relay = lookup("HERALD_SMTP_RELAY").filter(|v| !v.is_empty()).map(|url| jobs::smtp::Relay::parse(&url)).transpose()?;
         let retry_schedule = schedule("HERALD_DELIVERY_RETRY_SCHEDULE", &get("HERALD_DELIVERY_RETRY_SCHEDULE", "1m,5m,15m,30m,1h,2h,4h,8h"))?;
         let smtp_helo = get("HERALD_SMTP_HELO", &host_base(&public_url));
+        let metrics_addr = lookup("HERALD_METRICS_ADDR")
+            .filter(|v| !v.is_empty())
+            .map(|addr| addr.parse().map_err(|_| anyhow::anyhow!("HERALD_METRICS_ADDR must be host:port, got {addr:?}")))
+            .transpose()?;
         Ok(Self {
             smtp_relay,
             mx_port: number("HERALD_MX_PORT", "25")? as u16,
@@ -138,6 +148,8 @@ impl Config {
             dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
             hosts,
             secret_key: lookup("HERALD_SECRET_KEY").filter(|v| !v.is_empty()),
+            metrics_addr,
+            metrics_token: lookup("HERALD_METRICS_TOKEN").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
             cloudflare_api_url: get("HERALD_CLOUDFLARE_API_URL", "https://api.cloudflare.com/client/v4"),
             database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),
             http_addr,
@@ -170,6 +182,12 @@ impl Config {
                 ambiguous_window: Duration::from_secs(self.ambiguous_window_seconds),
             },
         )
+    }
+
+    /// Whether this is a development server (`HERALD_ENV=development`, the default): the
+    /// development sender and the outbox work only then.
+    pub fn is_development(&self) -> bool {
+        self.env == "development"
     }
 
     /// The DNS checker the API and the workers share.
@@ -219,6 +237,14 @@ mod tests {
         assert_eq!(config.http_addr.to_string(), "127.0.0.1:8080");
         assert_eq!(config.rate_limit_capacity, 10);
         assert_eq!(config.database_url, DEFAULT_DATABASE_URL);
+    }
+
+    #[test]
+    fn metrics_are_off_unless_an_address_or_a_token_is_set() {
+        let config = Config::from_lookup(|_| None).unwrap();
+        assert_eq!((config.metrics_addr, config.metrics_token), (None, None));
+        let error = Config::from_lookup(|name| (name == "HERALD_METRICS_ADDR").then(|| "localhost".into())).unwrap_err();
+        assert!(error.to_string().contains("HERALD_METRICS_ADDR"));
     }
 
     #[test]

@@ -462,6 +462,51 @@ formatted_string! {
     }
 }
 
+/// A contact property's value in an answer: a string, a number or a boolean (`oneOf` the three).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Scalar(pub Value);
+
+impl Type for Scalar {
+    const IS_REQUIRED: bool = true;
+
+    type RawValueType = Value;
+
+    type RawElementValueType = Value;
+
+    fn name() -> Cow<'static, str> {
+        "string|number|boolean".into()
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        let of = |ty| MetaSchemaRef::Inline(Box::new(MetaSchema::new(ty)));
+        MetaSchemaRef::Inline(Box::new(MetaSchema { one_of: vec![of("string"), of("number"), of("boolean")], ..MetaSchema::ANY }))
+    }
+
+    fn as_raw_value(&self) -> Option<&Value> {
+        Some(&self.0)
+    }
+
+    fn raw_element_iter<'a>(&'a self) -> Box<dyn Iterator<Item = &'a Value> + 'a> {
+        Box::new(std::iter::once(&self.0))
+    }
+}
+
+impl ParseFromJSON for Scalar {
+    fn parse_from_json(value: Option<Value>) -> ParseResult<Self> {
+        match value {
+            Some(value @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => Ok(Scalar(value)),
+            other => Err(ParseError::expected_type(other.unwrap_or_default())),
+        }
+    }
+}
+
+impl ToJSON for Scalar {
+    fn to_json(&self) -> Option<Value> {
+        Some(self.0.clone())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -55,6 +55,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
 
         let handled = self.handle(req, log_id, &request_id).await;
         let Handled { mut response, bucket, credential, operation, request_body } = handled;
+        crate::metrics::record(operation, &method, response.status(), started.elapsed());
         self.set_rate_headers(&mut response, bucket);
         if let Ok(value) = HeaderValue::from_str(&request_id) {
             response.headers_mut().insert("x-request-id", value);
@@ -133,7 +134,7 @@ impl<E: Endpoint> Gateway<E> {
             let Some(token) = bearer else {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
             };
-            let lookup = match self.authenticate(&token, log_id).await {
+            let lookup = match self.state.keys.find(&schema::secret::hash(&token)).await {
                 Ok(lookup) => lookup,
                 Err(error) => {
                     tracing::error!(%error, request_id, "authenticating a request failed");
@@ -150,19 +151,30 @@ impl<E: Endpoint> Gateway<E> {
             if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
                 return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
             }
-            let tokens = key.tokens.unwrap_or_default();
-            handled.bucket = Some(Bucket { tokens });
-            if key.allowed != Some(true) {
-                let wait = ((1.0 - tokens) / self.state.config.rate_limit_refill).ceil().max(1.0) as u64;
+            let verdict = match self.state.buckets.take(key.team_id).await {
+                Ok(verdict) => verdict,
+                Err(error) => {
+                    tracing::error!(%error, request_id, "taking a rate-limit token failed");
+                    return answer(handled, ApiError::internal(request_id));
+                }
+            };
+            handled.bucket = Some(Bucket { tokens: verdict.remaining });
+            if !verdict.allowed {
                 let mut response = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "rate_limit_exceeded",
-                    "Too many requests. You can only make 10 requests per second. Slow down or ask the operator to raise the limit.",
+                    format!(
+                        "Too many requests. You can only make {} requests per second. Slow down or ask the operator to raise the limit.",
+                        self.state.config.rate_limit_refill
+                    ),
                 )
                 .as_response_with_id(request_id);
-                response.headers_mut().insert("retry-after", HeaderValue::from(wait));
+                response.headers_mut().insert("retry-after", HeaderValue::from(verdict.retry_after));
                 handled.response = response;
                 return handled;
+            }
+            if key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)) {
+                self.touch(key.key_id, log_id).await;
             }
             let Some(operation) = operation else {
                 handled.response = routing_response(routing, &path, request_id);
@@ -215,17 +227,12 @@ impl<E: Endpoint> Gateway<E> {
         handled
     }
 
-    async fn authenticate(&self, token: &str, log_id: Uuid) -> sqlx::Result<Option<auth::KeyLookup>> {
-        let mut conn = self.state.relaxed.acquire().await?;
-        let config = &self.state.config;
-        auth::authenticate(
-            &mut conn,
-            &schema::secret::hash(token),
-            log_id,
-            config.rate_limit_capacity as f64,
-            config.rate_limit_refill,
-        )
-        .await
+    /// Refreshes a key's `last_used_at` (about once a minute; a failure only loses the refresh).
+    async fn touch(&self, key_id: Uuid, log_id: Uuid) {
+        let touched = async { auth::touch(&mut *self.state.relaxed.acquire().await?, key_id, log_id).await };
+        if let Err(error) = touched.await {
+            tracing::warn!(%error, "refreshing last_used_at failed");
+        }
     }
 
     fn set_rate_headers(&self, response: &mut Response, bucket: Option<Bucket>) {

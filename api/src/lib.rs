@@ -2,6 +2,7 @@
 //! errors, request logs), idempotency, and one module of routes per resource.
 
 pub mod app;
+pub mod auth_cache;
 pub mod body;
 pub mod cli;
 pub mod config;
@@ -10,10 +11,13 @@ pub mod form;
 pub mod gateway;
 pub mod idempotency;
 pub mod input;
+pub mod metrics;
 pub mod openapi_doc;
 pub mod openapi_webhooks;
 pub mod operations;
+pub mod outbox;
 pub mod paging;
+pub mod rate_limit;
 pub mod fields;
 pub mod request_log;
 pub mod routes;

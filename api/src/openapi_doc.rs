@@ -252,6 +252,23 @@ fn drop_union_object_type(map: &mut Map<String, Value>) {
     }
 }
 
+/// The browsable reference served at `/docs`: Swagger UI, whose script and style poem-openapi
+/// bundles into the binary, showing [`document`] embedded in the page. Given the document
+/// itself (not its URL), Swagger UI fetches nothing, not even its online validator badge.
+pub fn reference_page() -> &'static str {
+    static PAGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PAGE.get_or_init(|| {
+        let service = service();
+        // The page embeds poem-openapi's own spec; put the finished document in its place
+        // (`<\/` keeps a `</script>` in any text from closing the script element).
+        let finished = serde_json::to_string(&document()).expect("a JSON value serializes").replace("</", "<\\/");
+        service
+            .swagger_ui_html()
+            .replacen(&service.spec(), &finished, 1)
+            .replacen("<title>Swagger UI</title>", &format!("<title>{TITLE}</title>"), 1)
+    })
+}
+
 /// The document as committed at `openapi/openapi.json`.
 pub fn document_json() -> String {
     let mut text = serde_json::to_string_pretty(&document()).expect("a JSON value serializes");
@@ -287,6 +304,12 @@ fn make_nullable(map: &mut Map<String, Value>) {
             }
         }
         Some(_) => {}
+        // Disjoint alternatives (`fields::Scalar`) take `null` as one more.
+        None if map.get("oneOf").is_some_and(Value::is_array) && !["$ref", "allOf", "anyOf"].iter().any(|k| map.contains_key(*k)) => {
+            if let Some(Value::Array(alternatives)) = map.get_mut("oneOf") {
+                alternatives.push(json!({ "type": "null" }));
+            }
+        }
         None if ["$ref", "allOf", "oneOf", "anyOf"].iter().any(|k| map.contains_key(*k)) => {
             let (annotations, schema): (Map<String, Value>, Map<String, Value>) =
                 std::mem::take(map).into_iter().partition(|(key, _)| ANNOTATIONS.contains(&key.as_str()));
@@ -393,6 +416,22 @@ mod tests {
         assert_eq!(properties["clear"]["type"], json!(["string", "null"]));
         assert_eq!(doc["components"]["schemas"]["Kind"], json!({ "type": "string", "enum": ["a"] }), "shared with an answer");
         assert_eq!(doc["paths"]["/a"]["post"]["requestBody"]["required"], false);
+    }
+
+    #[test]
+    fn the_reference_page_embeds_the_finished_document_in_place_of_the_raw_spec() {
+        let page = reference_page();
+        let finished = serde_json::to_string(&document()).unwrap().replace("</", "<\\/");
+        assert!(page.contains(&finished), "the finished document is not in the page");
+        assert!(!page.contains(&service().spec()), "poem-openapi's raw spec is still in the page");
+        assert!(page.contains(&format!("<title>{TITLE}</title>")));
+    }
+
+    #[test]
+    fn a_nullable_one_of_takes_null_as_one_more_alternative() {
+        let mut scalar = json!({ "oneOf": [{ "type": "string" }, { "type": "number" }], "nullable": true, "description": "d" });
+        upgrade_schemas(&mut scalar);
+        assert_eq!(scalar, json!({ "oneOf": [{ "type": "string" }, { "type": "number" }, { "type": "null" }], "description": "d" }));
     }
 
     #[test]

@@ -161,8 +161,10 @@ const fn read(id: &'static str, method: Method, path: &'static str) -> Operation
     Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false }
 }
 
-/// Paths served outside the table (the machine-readable description itself).
-pub const UNLISTED_PUBLIC_PATHS: &[&str] = &["/openapi.json"];
+/// Paths served outside the table, to `GET` without a credential: the index (`/`), the
+/// browsable reference (`/docs`) and the machine-readable description itself; and the operator
+/// metrics (`/metrics`), whose route checks its own token (`HERALD_METRICS_TOKEN`).
+pub const UNLISTED_PUBLIC_PATHS: &[&str] = &["/", "/docs", "/openapi.json", "/metrics", "/outbox"];
 
 /// What the router table says about a request.
 #[derive(Debug, Clone, Copy)]

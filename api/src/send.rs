@@ -422,10 +422,13 @@ pub struct TeamFacts {
     pub verified_domains: Vec<String>,
     pub domains: HashMap<String, domains::Domain>,
     pub suppressed: HashMap<String, String>,
+    /// Whether this server runs as `development`, where the development sender works.
+    pub development: bool,
 }
 
-/// Loads the facts for these parsed sends.
-pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedSend]) -> ApiResult<TeamFacts> {
+/// Loads the facts for these parsed sends (`development`: the server's `HERALD_ENV` is
+/// `development`).
+pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedSend], development: bool) -> ApiResult<TeamFacts> {
     let mut from_domains: Vec<String> = sends.iter().map(|s| s.from.domain().to_string()).collect();
     from_domains.sort();
     from_domains.dedup();
@@ -436,6 +439,7 @@ pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedS
         verified_domains: context.verified_domains,
         domains: context.domains.into_iter().map(|d| (d.name.clone(), d)).collect(),
         suppressed: context.suppressed.into_iter().collect(),
+        development,
     })
 }
 
@@ -444,14 +448,18 @@ pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedS
 pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fetcher: &Fetcher, index: Option<usize>) -> ApiResult<NewEmail> {
     let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
     let from_domain = send.from.domain().to_string();
+    if from_domain == domains::DEV_SENDER_DOMAIN && !facts.development {
+        return Err(ApiError::not_allowed(format!(
+            "{from_domain} is Herald's development sender: it works only while the server runs with HERALD_ENV=development, and its mail never leaves the machine. Send from a domain of your own: add it with `POST /domains` and verify it with `POST /domains/{{id}}/verify`."
+        ))
+        .with_error(format!("{prefix}from"), "the development sender works only in development"));
+    }
     let domain = facts
         .domains
         .get(&from_domain)
         .filter(|d| d.status == DomainStatus::Verified && d.sending_enabled)
         .ok_or_else(|| {
-            ApiError::not_allowed(format!(
-                "The {from_domain} domain is not verified. Add and verify it on the Domains page, then send again."
-            ))
+            ApiError::not_allowed(crate::routes::domains::not_sendable(&from_domain, facts.domains.get(&from_domain)))
             .with_error(format!("{prefix}from"), "the domain is not verified on this team")
         })?;
     if caller.domain_id.is_some_and(|pinned| pinned != domain.id) {
@@ -459,7 +467,8 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
             .with_error(format!("{prefix}from"), "the key is pinned to another domain"));
     }
     let region = domain.region.as_str().to_string();
-    if facts.sandbox_regions.contains(&region) {
+    // The development sender's mail stays in the local outbox, so the sandbox has nothing to guard.
+    if facts.sandbox_regions.contains(&region) && !domain.development {
         let allowed = |mailbox: &Mailbox| {
             mailbox.is_simulator()
                 || facts.verified_domains.iter().any(|d| mailbox.domain() == d || mailbox.domain().ends_with(&format!(".{d}")))

@@ -22,6 +22,10 @@ pub struct AppState {
     pub fetcher: crate::send::Fetcher,
     /// Signs the hosted preference and unsubscribe links (made once, shared by every process).
     pub link_key: std::sync::Arc<Vec<u8>>,
+    /// The keys this process has seen (dropped when PostgreSQL says they changed).
+    pub keys: crate::auth_cache::KeyCache,
+    /// The per-team rate-limit buckets, leased from PostgreSQL in grants.
+    pub buckets: std::sync::Arc<crate::rate_limit::Buckets>,
 }
 
 impl AppState {

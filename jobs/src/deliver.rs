@@ -3,7 +3,8 @@
 //! recipients are marked `sending` in a committed transaction; a run that finds recipients
 //! still `sending` knows an earlier run died mid-submission and never sends to them again
 //! (they become ambiguous). Every outcome, its `email.*` events, suppressions and the next
-//! retry are written in one transaction.
+//! retry are written in one transaction. The development sender's mail is signed the same way
+//! and kept in the development outbox in that transaction, never sent.
 
 use crate::smtp::{Envelope, Mailer, Outcome};
 use apalis::prelude::{Attempt, BoxDynError, Data};
@@ -106,6 +107,7 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         .into_iter()
         .map(|r| (r, Ok(Outcome::Ambiguous { response: "the worker stopped while submitting".into() })))
         .collect();
+    let mut outbox = Vec::new();
     for recipient in claimed.to_send {
         let (Some(domain), Some(bytes)) = (&domain, &signed) else {
             let response = "the sending domain was deleted".to_string();
@@ -115,6 +117,12 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         let mailbox = Mailbox::parse(&recipient.address).map_err(anyhow::Error::msg)?;
         if let Some(outcome) = simulated(&mailbox) {
             results.push((recipient, Err(outcome)));
+            continue;
+        }
+        if domain.development {
+            outbox.push(recipient.address.clone());
+            let response = "250 2.0.0 kept in the development outbox".to_string();
+            results.push((recipient, Ok(Outcome::Accepted { response, final_hop: true })));
             continue;
         }
         let mail_from = format!("b-{}-{}@{}.{}", email_id.simple(), recipient.position, domain.domain_return_path, domain.domain_name);
@@ -127,6 +135,9 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         return Ok(());
     }
     let mut tx = pool.begin().await?;
+    if let (false, Some(bytes)) = (outbox.is_empty(), &signed) {
+        schema::store::outbox::insert(&mut tx, claimed.email.team_id, email_id, &outbox, bytes).await?;
+    }
     let recently_sent = domain.and_then(|d| d.domain_last_sent_at).is_some_and(|at| Utc::now() - at < chrono::TimeDelta::minutes(1));
     record(&mut tx, &delivery.settings, &claimed.email, results, recently_sent).await?;
     tx.commit().await?;

@@ -297,3 +297,41 @@ fn optional_request_fields_take_null_and_bodies_requiring_nothing_are_optional()
     assert_eq!(doc["paths"]["/topics/{topic_id}"]["patch"]["requestBody"]["required"], false);
     assert_eq!(doc["paths"]["/emails"]["post"]["requestBody"]["required"], true);
 }
+
+/// The section of `docs/decisions.md` listing the free-form response schemas allowed, one bullet
+/// each: "- `Location`: reason".
+const FREE_FORM_SECTION: &str = "Free-form response schemas";
+
+/// The allowed free-form response schemas and their reasons, from `docs/decisions.md`.
+fn allowed_free_form() -> std::collections::BTreeMap<String, String> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/decisions.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let heading = |line: &str| line.starts_with('#');
+    let mut lines = text.lines().skip_while(|line| !(heading(line) && line.trim_start_matches('#').trim().starts_with(FREE_FORM_SECTION)));
+    assert!(lines.next().is_some(), "{} has no section headed {FREE_FORM_SECTION:?}", path.display());
+    let mut allowed = std::collections::BTreeMap::new();
+    for line in lines.take_while(|line| !heading(line)) {
+        let Some(bullet) = line.strip_prefix("- ") else { continue };
+        let (location, reason) = bullet
+            .strip_prefix('`')
+            .and_then(|rest| rest.split_once("`:"))
+            .unwrap_or_else(|| panic!("a {FREE_FORM_SECTION} bullet reads \"- `Location`: reason\", not {line:?}"));
+        assert!(!reason.trim().is_empty(), "{location} is listed without a reason");
+        assert!(allowed.insert(location.to_string(), reason.trim().to_string()).is_none(), "{location} is listed twice");
+    }
+    allowed
+}
+
+#[test]
+fn every_free_form_response_schema_is_one_the_decisions_list_with_a_reason() {
+    let found = openapi::free_form_response_schemas(&committed());
+    let allowed = allowed_free_form();
+    let unlisted: Vec<&String> = found.iter().filter(|at| !allowed.contains_key(*at)).collect();
+    let gone: Vec<&String> = allowed.keys().filter(|at| !found.contains(*at)).collect();
+    assert!(
+        unlisted.is_empty(),
+        "free-form response schemas: type them, or list each under \"{FREE_FORM_SECTION}\" in docs/decisions.md with the \
+         reason it cannot be typed: {unlisted:?}"
+    );
+    assert!(gone.is_empty(), "docs/decisions.md lists free-form response schemas the document no longer has: {gone:?}");
+}

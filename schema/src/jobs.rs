@@ -126,8 +126,10 @@ pub async fn enqueue_after<J: Job>(conn: &mut PgConnection, job: &J, delay: Dura
 #[error("enqueueing a job failed: {0}")]
 pub struct EnqueueError(String);
 
-/// Creates the job queue's tables (schema `apalis`). Idempotent.
+/// Creates the job queue's tables (schema `apalis`) and the index `GET /metrics` counts
+/// unfinished jobs with. Idempotent.
 pub async fn setup(pool: &PgPool) -> anyhow::Result<()> {
     PostgresStorage::setup(pool).await?;
+    crate::store::metrics::create_job_index(pool).await?;
     Ok(())
 }

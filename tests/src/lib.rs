@@ -104,6 +104,8 @@ pub struct TestApp {
     pub dns: std::sync::Arc<dns::TestDns>,
     /// The configuration it runs with.
     pub config: Config,
+    /// The server's shared state (its key cache and rate-limit buckets).
+    pub state: api::state::AppState,
 }
 
 /// The configuration tests run with: port 0 and small pools.
@@ -153,11 +155,12 @@ impl TestApp {
         config.dns_servers = vec![dns.addr];
         config.dns_timeout_ms = 400;
         adjust(&mut config);
-        let relaxed = schema::connect_relaxed(database_url, 3).await.unwrap();
+        let relaxed = schema::connect_relaxed(database_url, 4).await.unwrap();
         let application = Application::build_with(config, pool.clone(), relaxed).await.unwrap();
         let base = format!("http://127.0.0.1:{}", application.port());
         let checker = application.state().checker.clone();
         let config = application.state().config.clone();
+        let state = application.state().clone();
         let (stop, stopped) = watch::channel(false);
         let server = tokio::spawn(application.run(wait_for_stop(stopped)));
         Self {
@@ -173,6 +176,7 @@ impl TestApp {
             checker,
             dns,
             config,
+            state,
         }
     }
 

@@ -100,6 +100,50 @@ async fn a_from_domain_not_verified_on_the_team_is_403_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn a_refused_sender_domain_is_told_what_to_call_and_which_records_are_missing() {
+    let mail = mail::setup().await;
+    let refusal = |from: &'static str| {
+        let send = mail.app.post("/emails", with("from", json!(from)));
+        async move {
+            let answer = send.await;
+            answer.assert_error(403, "validation_error");
+            assert_eq!(answer.body["errors"][0]["path"], "from", "{}", answer.body);
+            answer.body["message"].as_str().unwrap().to_string()
+        }
+    };
+    let unknown = refusal("a@unknown.test").await;
+    assert!(unknown.contains("`POST /domains`") && unknown.contains("`POST /domains/{id}/verify`"), "{unknown}");
+
+    let created = mail.app.post("/domains", json!({ "name": "pending.test" })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap();
+    let verify = format!("`POST /domains/{id}/verify`");
+    let fresh = refusal("a@pending.test").await;
+    assert!(fresh.contains(&verify), "{fresh}");
+    assert!(fresh.contains("`dkim` record is `not_started`") && fresh.contains("`mail_from` record is `not_started`"), "{fresh}");
+
+    // DKIM published and checked, the mail-from CNAME still missing: only it is named.
+    let dkim = created.body["records"].as_array().unwrap().iter().find(|r| r["record"] == "dkim").unwrap();
+    let (first, second) = dkim["value"].as_str().unwrap().split_at(255);
+    mail.app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
+    let checked = mail.app.post(&format!("/domains/{id}/verify"), json!({})).await;
+    assert_eq!(checked.body["status"], "pending", "{}", checked.body);
+    let half = refusal("a@pending.test").await;
+    assert!(half.contains(&verify) && half.contains("`mail_from` record is `pending`") && !half.contains("`dkim`"), "{half}");
+
+    // Sending turned off on a verified domain: the PATCH that turns it on.
+    let domain_id = mail.domain["id"].as_str().unwrap();
+    let off = mail.app.patch(&format!("/domains/{domain_id}"), json!({ "capabilities": { "sending": "disabled" } })).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    let switched_off = refusal("billing@acme.test").await;
+    assert!(switched_off.contains(&format!("`PATCH /domains/{domain_id}`")), "{switched_off}");
+    for message in [unknown, fresh, half, switched_off] {
+        assert!(!message.to_lowercase().contains("page"), "{message}");
+    }
+    assert_nothing_written(&mail).await;
+}
+
+#[tokio::test]
 async fn a_key_pinned_to_a_domain_cannot_send_from_another() {
     let mail = mail::setup().await;
     let other = mail::verified_domain(&mail.app, "other.test", json!({})).await;

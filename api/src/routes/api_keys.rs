@@ -241,10 +241,15 @@ impl ApiKeysApi {
             .await?
             .ok_or_else(|| ApiError::not_found("API key"))?;
         tx.commit().await?;
+        // A lowered Inbox access holds on the next request in every process.
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(Updated { object: "api_key".into(), id: id.to_string() }))
     }
 
     /// Revoke a key. Its row is kept; it answers `403 restricted_api_key` from the next request.
+    ///
+    /// The revoke answers once every serving process has dropped the key, so the next request
+    /// is refused whichever process serves it.
     #[oai(path = "/api-keys/:api_key_id", method = "delete", operation_id = "delete-api-key")]
     async fn delete(
         &self,
@@ -258,6 +263,7 @@ impl ApiKeysApi {
         if !api_keys::revoke(&mut conn, caller.team_id, id).await? {
             return Err(ApiError::not_found("API key"));
         }
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(Deleted { object: "api_key".into(), id: id.to_string(), deleted: true }))
     }
 }
@@ -278,7 +284,7 @@ fn needs_admin() -> ApiError {
     ApiError::new(
         StatusCode::FORBIDDEN,
         "invalid_permission",
-        "Raising Inbox access or changing its channels needs a team admin signed in to the dashboard.",
+        "Raising Inbox access or changing its channels needs a signed-in team admin; an API key cannot do it.",
     )
 }
 

@@ -3,7 +3,7 @@
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::fields::{Choice, Choices, Nullable};
+use crate::fields::{Choice, Choices, Nullable, Scalar};
 use crate::routes::contacts::{MAX_PROPERTIES, valid_key};
 use schema::model::{MAX_PROPERTY_TEXT, property_kind};
 use crate::routes::{Deleted, Tag, Updated, path_id};
@@ -77,7 +77,8 @@ pub struct PropertyView {
     pub key: String,
     #[oai(rename = "type")]
     pub kind: Choice<PropertyType>,
-    pub fallback_value: Nullable<Value>,
+    /// Used where a contact has no value; of the property's type.
+    pub fallback_value: Nullable<Scalar>,
     pub created_at: DateTime<Utc>,
 }
 
@@ -193,7 +194,7 @@ fn view(property: Property) -> PropertyView {
         id: property.id.to_string(),
         key: property.key,
         kind: property.kind.into(),
-        fallback_value: property.fallback_value.into(),
+        fallback_value: property.fallback_value.map(Scalar).into(),
         created_at: property.created_at,
     }
 }

@@ -4,7 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::paging::page_request;
-use crate::fields::{EmailAddress, IdText, Nullable};
+use crate::fields::{EmailAddress, IdText, Nullable, Scalar};
 use crate::routes::segments::segment_ids;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
@@ -99,9 +99,9 @@ pub struct ContactView {
     pub last_name: Nullable<String>,
     pub unsubscribed: bool,
     pub created_at: DateTime<Utc>,
-    /// Property values (retrieve only).
+    /// Property values by key (retrieve only).
     #[oai(skip_serializing_if_is_none)]
-    pub properties: Option<Value>,
+    pub properties: Option<BTreeMap<String, Scalar>>,
     /// The contact's signed link to its hosted preference page (retrieve only).
     #[oai(skip_serializing_if_is_none)]
     pub preferences_url: Option<String>,
@@ -414,7 +414,10 @@ fn view(contact: Contact, full: bool) -> ContactView {
         last_name: contact.last_name.into(),
         unsubscribed: contact.unsubscribed,
         created_at: contact.created_at,
-        properties: full.then_some(contact.properties),
+        properties: full.then(|| match contact.properties {
+            Value::Object(values) => values.into_iter().map(|(key, value)| (key, Scalar(value))).collect(),
+            _ => BTreeMap::new(),
+        }),
         preferences_url: None,
         unsubscribe_url: None,
     }

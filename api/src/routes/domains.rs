@@ -442,6 +442,8 @@ impl DomainsApi {
                 }
             }
             DomainStatus::Disabled | DomainStatus::ClaimExpired => {}
+            // The development sender is verified by Herald itself, never by DNS.
+            _ if domain.development => {}
             _ if recent(domain.checked_at) => {}
             _ => jobs::domains::verify_now(&state.pool, &state.checker, &domain).await?,
         }
@@ -654,6 +656,14 @@ struct NewRequest {
 impl NewRequest {
     fn parse(body: CreateDomain) -> ApiResult<NewRequest> {
         let name = DomainName::parse(&body.name).map_err(|message| ApiError::invalid_field("name", message))?;
+        // Nothing under `.localhost` resolves publicly, so none could be verified; and it keeps
+        // the development sender's name out of reach of DNS.
+        if name.name.ends_with(".localhost") {
+            return Err(ApiError::invalid_field(
+                "name",
+                format!("is under .localhost, which no public DNS serves ({} is Herald's development sender)", domains::DEV_SENDER_DOMAIN),
+            ));
+        }
         let custom_return_path = parse_label(body.custom_return_path.as_deref().unwrap_or("send"), false)
             .map_err(|message| ApiError::invalid_field("custom_return_path", message))?;
         let receiving_host = parse_label(body.receiving_host.as_deref().unwrap_or("@"), true)
@@ -792,6 +802,41 @@ fn held_elsewhere(name: &str) -> ApiError {
     );
     error.claimable = Some(true);
     error
+}
+
+/// Why the team cannot send from `name`, and what to call about it: `domain` is the team's copy
+/// of it (with its records' statuses), when it has one.
+pub(crate) fn not_sendable(name: &str, domain: Option<&Domain>) -> String {
+    let Some(domain) = domain else {
+        return format!(
+            "The {name} domain is not on this team. Add it with `POST /domains`, publish its records, then call `POST /domains/{{id}}/verify`."
+        );
+    };
+    let id = domain.id;
+    match domain.status {
+        DomainStatus::Claiming => format!(
+            "The {name} domain is being claimed from another team. Publish the TXT record `GET /domains/{id}/claim` shows, then call `POST /domains/{id}/verify`."
+        ),
+        DomainStatus::ClaimExpired => {
+            format!("The claim on the {name} domain expired before the domain moved to this team. Claim it again with `POST /domains/claim`.")
+        }
+        _ if !domain.sending_enabled => format!(
+            "Sending from the {name} domain is turned off. Turn it on with `PATCH /domains/{id}` and `{{\"capabilities\": {{\"sending\": \"enabled\"}}}}`."
+        ),
+        status => {
+            let missing: Vec<String> = domain
+                .record_statuses
+                .iter()
+                .flatten()
+                .filter(|(kind, status)| matches!(kind, RecordKind::Dkim | RecordKind::MailFrom) && *status != RecordStatus::Verified)
+                .map(|(kind, status)| format!("its `{}` record is `{}`", kind.as_str(), status.as_str()))
+                .collect();
+            let why = if missing.is_empty() { format!("its status is `{}`", status.as_str()) } else { missing.join(" and ") };
+            format!(
+                "The {name} domain is not verified: {why}. Publish the records `GET /domains/{id}` lists, then call `POST /domains/{id}/verify`."
+            )
+        }
+    }
 }
 
 async fn emit(conn: &mut PgConnection, event_type: &'static str, domain: &Domain) -> ApiResult<()> {

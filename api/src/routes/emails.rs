@@ -129,9 +129,9 @@ pub struct EmailView {
     pub html: Nullable<String>,
     pub text: Nullable<String>,
     /// Custom headers, name to value.
-    pub headers: Value,
+    pub headers: BTreeMap<String, String>,
     /// Tags, name to value.
-    pub tags: Value,
+    pub tags: BTreeMap<String, String>,
     /// The Message-ID header's value (without angle brackets).
     pub message_id: String,
     /// The latest event: `queued`, `scheduled`, `sent`, `delivered`, `delivery_delayed`,
@@ -240,7 +240,7 @@ impl EmailsApi {
         let now = Utc::now();
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails", &raw, || async {
             let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
-            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed)).await?;
+            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed), state.config.is_development()).await?;
             Ok(vec![send::authorize(&caller, &facts, parsed, &state.fetcher, None).await?])
         }, |ids| Sent { id: ids[0].to_string() })
         .await
@@ -289,7 +289,7 @@ impl EmailsApi {
             if !problems.is_empty() {
                 return Err(send::problems_error(problems));
             }
-            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed).await?;
+            let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed, state.config.is_development()).await?;
             let mut ready = Vec::with_capacity(parsed.len());
             for (index, one) in indexes.into_iter().zip(parsed) {
                 match send::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await {
@@ -571,6 +571,12 @@ fn tag_filter(raw: Option<&str>) -> ApiResult<(Vec<String>, Value)> {
     Ok((names, json!(pairs)))
 }
 
+/// A stored name-to-value object (headers, tags) as the string map it holds.
+fn string_map(stored: Value) -> BTreeMap<String, String> {
+    let Value::Object(map) = stored else { return BTreeMap::new() };
+    map.into_iter().map(|(name, value)| (name, value.as_str().map_or_else(|| value.to_string(), str::to_string))).collect()
+}
+
 fn view(email: Email, recipients: &[Recipient], full: bool) -> EmailView {
     let own: Vec<&Recipient> = recipients.iter().filter(|r| r.email_id == email.id).collect();
     let of_kind = |kind: &str| own.iter().filter(|r| r.kind == kind).map(|r| r.address.clone()).collect::<Vec<_>>();
@@ -585,8 +591,8 @@ fn view(email: Email, recipients: &[Recipient], full: bool) -> EmailView {
         subject: email.subject,
         html: if full { email.html.into() } else { None.into() },
         text: if full { email.text.into() } else { None.into() },
-        headers: email.headers,
-        tags: email.tags,
+        headers: string_map(email.headers),
+        tags: string_map(email.tags),
         message_id: email.message_id,
         last_event: email.last_event,
         scheduled_at: email.scheduled_at.into(),

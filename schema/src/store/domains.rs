@@ -33,6 +33,14 @@ pub struct Domain {
     pub autoconfigure_provider: Option<String>,
     pub has_credential: bool,
     pub created_at: DateTime<Utc>,
+    /// The development sender (`dev.herald.localhost`): verified without DNS, usable only while
+    /// `HERALD_ENV=development`, its mail kept in the local outbox.
+    pub development: bool,
+    /// Each record's status, where the query reads them (the send context, to say which
+    /// records a refused sender's domain still lacks); `None` elsewhere.
+    #[sqlx(skip)]
+    #[serde(default)]
+    pub record_statuses: Option<Vec<(RecordKind, RecordStatus)>>,
 }
 
 impl Domain {
@@ -84,7 +92,7 @@ pub struct NewDomain<'a> {
 pub(crate) const COLUMNS: &str = "id, team_id, name, zone, region, tls, custom_return_path, receiving_host, sending_enabled,
     receiving_enabled, open_tracking, click_tracking, status, mail_from_code, dkim_public_key, dkim_next_public_key,
     dkim_rotation_started_at, verified_at, first_verified_at, checked_at, last_sent_at, autoconfigure_provider,
-    autoconfigure_credential IS NOT NULL AS has_credential, created_at";
+    autoconfigure_credential IS NOT NULL AS has_credential, created_at, development";
 
 /// Statuses in which a copy no longer belongs to the team's live domains.
 const HOLDING: &str = "first_verified_at IS NOT NULL AND status NOT IN ('disabled', 'claiming', 'claim_expired')";
@@ -186,7 +194,7 @@ pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest) ->
 pub async fn batch_to_check(conn: &mut PgConnection, after: Option<Uuid>, limit: i64) -> sqlx::Result<Vec<Domain>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM domains
-         WHERE status NOT IN ('disabled', 'claiming', 'claim_expired') AND ($1::uuid IS NULL OR id > $1)
+         WHERE status NOT IN ('disabled', 'claiming', 'claim_expired') AND NOT development AND ($1::uuid IS NULL OR id > $1)
          ORDER BY id LIMIT $2"
     )))
     .bind(after)
@@ -389,4 +397,33 @@ pub async fn status_for_share(conn: &mut PgConnection, team_id: Uuid, id: Uuid) 
         .bind(id)
         .fetch_optional(conn)
         .await
+}
+
+/// The development sender's name.
+pub const DEV_SENDER_DOMAIN: &str = "dev.herald.localhost";
+
+/// Gives every team that lacks one the development sender, verified with its records, signing
+/// with `key` (one key for all: its mail never leaves the machine). Answers how many it added.
+pub async fn ensure_dev_senders(conn: &mut PgConnection, private_pem: &str, public_key: &str) -> sqlx::Result<u64> {
+    let added = sqlx::query(
+        "WITH added AS (
+             INSERT INTO domains (id, team_id, name, zone, region, tls, custom_return_path, receiving_host, sending_enabled,
+                 receiving_enabled, open_tracking, click_tracking, status, mail_from_code, dkim_private_key, dkim_public_key,
+                 verified_at, checked_at, development)
+             SELECT gen_random_uuid(), t.id, $1, 'herald.localhost', 'us-east-1', 'opportunistic', 'send', '@', true,
+                 false, false, false, 'verified', 'dev', $2, $3, now(), now(), true
+             FROM teams t
+             WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.team_id = t.id AND d.development)
+             ON CONFLICT DO NOTHING
+             RETURNING id
+         )
+         INSERT INTO domain_records (domain_id, kind, status, verified_at, checked_at)
+         SELECT added.id, kind, 'verified', now(), now() FROM added, unnest(ARRAY['dkim', 'mail_from']) AS kind",
+    )
+    .bind(DEV_SENDER_DOMAIN)
+    .bind(private_pem)
+    .bind(public_key)
+    .execute(conn)
+    .await?;
+    Ok(added.rows_affected() / 2)
 }

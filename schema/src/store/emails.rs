@@ -495,6 +495,8 @@ pub struct SendingDomain {
     pub domain_last_sent_at: Option<DateTime<Utc>>,
     /// PKCS#1 PEM.
     pub dkim_private_key: String,
+    /// The development sender: its mail goes to the local outbox, never out.
+    pub development: bool,
 }
 
 /// What delivering an email needs, read in one statement.
@@ -521,6 +523,7 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
         domain_return_path: Option<String>,
         domain_last_sent_at: Option<DateTime<Utc>>,
         dkim_private_key: Option<String>,
+        domain_development: Option<bool>,
     }
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT e.*,
@@ -528,7 +531,7 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
                     (SELECT {RECIPIENT_COLUMNS} FROM email_recipients WHERE email_id = e.id) r), '[]') AS recipients,
                 EXISTS (SELECT 1 FROM email_attachments WHERE email_id = e.id) AS has_attachments,
                 d.id AS domain_id, d.name AS domain_name, d.tls AS domain_tls, d.custom_return_path AS domain_return_path,
-                d.last_sent_at AS domain_last_sent_at, d.dkim_private_key
+                d.last_sent_at AS domain_last_sent_at, d.dkim_private_key, d.development AS domain_development
          FROM (SELECT {EMAIL_COLUMNS} FROM emails WHERE id = $1) e
          LEFT JOIN domains d ON d.id = e.domain_id AND d.team_id = e.team_id"
     )))
@@ -545,6 +548,7 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
                     domain_return_path,
                     domain_last_sent_at: row.domain_last_sent_at,
                     dkim_private_key,
+                    development: row.domain_development.unwrap_or(false),
                 })
             }
             _ => None,

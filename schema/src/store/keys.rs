@@ -11,3 +11,8 @@ pub async fn get_or_create(conn: &mut PgConnection, name: &str, fresh: &[u8]) ->
         .await?;
     sqlx::query_scalar("SELECT secret FROM service_keys WHERE name = $1").bind(name).fetch_one(conn).await
 }
+
+/// The key named `name`, if some process made it.
+pub async fn get(conn: &mut PgConnection, name: &str) -> sqlx::Result<Option<Vec<u8>>> {
+    sqlx::query_scalar("SELECT secret FROM service_keys WHERE name = $1").bind(name).fetch_optional(conn).await
+}

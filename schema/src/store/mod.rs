@@ -12,6 +12,8 @@ pub mod idempotency;
 pub mod imports;
 pub mod jobs;
 pub mod keys;
+pub mod outbox;
+pub mod metrics;
 pub mod request_logs;
 pub mod segments;
 pub mod schedule;

@@ -42,29 +42,35 @@ pub async fn insert_batch(conn: &mut PgConnection, logs: &[RequestLog]) -> sqlx:
     if logs.is_empty() {
         return Ok(());
     }
-    let mut query = QueryBuilder::new(
+    // One statement text whatever the batch's size (arrays, not VALUES lists), so PostgreSQL
+    // plans it once per connection.
+    fn column<T>(logs: &[RequestLog], field: impl Fn(&RequestLog) -> T) -> Vec<T> {
+        logs.iter().map(field).collect()
+    }
+    sqlx::query(
         "INSERT INTO request_logs (id, team_id, created_at, endpoint, path, method, response_status,
-            user_agent, source, request_id, latency_ms, api_key_id, email_id, request_body, response_body) ",
-    );
-    query.push_values(logs, |mut row, log| {
-        row.push_bind(log.id)
-            .push_bind(log.team_id)
-            .push_bind(log.created_at)
-            .push_bind(&log.endpoint)
-            .push_bind(&log.path)
-            .push_bind(&log.method)
-            .push_bind(log.response_status)
-            .push_bind(&log.user_agent)
-            .push_bind(&log.source)
-            .push_bind(&log.request_id)
-            .push_bind(log.latency_ms)
-            .push_bind(log.api_key_id)
-            .push_bind(log.email_id)
-            .push_bind(&log.request_body)
-            .push_bind(&log.response_body);
-    });
-    query.push(" ON CONFLICT (id) DO NOTHING");
-    query.build().execute(conn).await?;
+            user_agent, source, request_id, latency_ms, api_key_id, email_id, request_body, response_body)
+         SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::int2[],
+            $8::text[], $9::text[], $10::text[], $11::int4[], $12::uuid[], $13::uuid[], $14::jsonb[], $15::jsonb[])
+         ON CONFLICT (id) DO NOTHING",
+    )
+    .bind(column(logs, |l| l.id))
+    .bind(column(logs, |l| l.team_id))
+    .bind(column(logs, |l| l.created_at))
+    .bind(column(logs, |l| l.endpoint.clone()))
+    .bind(column(logs, |l| l.path.clone()))
+    .bind(column(logs, |l| l.method.clone()))
+    .bind(column(logs, |l| l.response_status))
+    .bind(column(logs, |l| l.user_agent.clone()))
+    .bind(column(logs, |l| l.source.clone()))
+    .bind(column(logs, |l| l.request_id.clone()))
+    .bind(column(logs, |l| l.latency_ms))
+    .bind(column(logs, |l| l.api_key_id))
+    .bind(column(logs, |l| l.email_id))
+    .bind(column(logs, |l| l.request_body.clone()))
+    .bind(column(logs, |l| l.response_body.clone()))
+    .execute(conn)
+    .await?;
     Ok(())
 }
 

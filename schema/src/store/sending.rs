@@ -6,7 +6,8 @@ use sqlx::types::Json;
 use uuid::Uuid;
 
 /// The team's sandbox regions and verified domain names, its (not disabled) domains among the
-/// senders' domains, and the recipients suppressed for it with their origin.
+/// senders' domains (with their records' statuses), and the recipients suppressed for it with
+/// their origin.
 #[derive(Debug)]
 pub struct SendContext {
     pub sandbox_regions: Vec<String>,
@@ -35,7 +36,9 @@ pub async fn context(
         "SELECT t.sandbox_regions,
                 ARRAY(SELECT name FROM domains WHERE team_id = $1 AND status = 'verified') AS verified_domains,
                 (SELECT COALESCE(json_agg(d), '[]') FROM
-                    (SELECT {} FROM domains WHERE team_id = $1 AND name = ANY($2) AND status <> 'disabled') d) AS domains,
+                    (SELECT {}, (SELECT json_agg(json_build_array(r.kind, r.status) ORDER BY r.kind) FROM domain_records r
+                                 WHERE r.domain_id = domains.id) AS record_statuses
+                     FROM domains WHERE team_id = $1 AND name = ANY($2) AND status <> 'disabled') d) AS domains,
                 (SELECT COALESCE(json_agg(json_build_array(email, origin)), '[]')
                  FROM suppressions WHERE team_id = $1 AND email = ANY($3)) AS suppressed
          FROM teams t WHERE t.id = $1",

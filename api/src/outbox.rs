@@ -1,0 +1,102 @@
+//! The development sender and its outbox: with `HERALD_ENV=development` every team can send
+//! from `anything@dev.herald.localhost` without DNS, and `GET /outbox` shows what was
+//! "delivered", signed as it would have gone out. Nothing from it ever leaves the machine.
+
+use crate::routes::pages::escape;
+use crate::state::AppState;
+use base64::Engine;
+use poem::http::StatusCode;
+use poem::web::{Data, Html};
+use poem::{Request, handler};
+use schema::store::{domains, keys, outbox};
+use sqlx::PgPool;
+
+/// The service key holding the development sender's DKIM key (JSON: private PEM and public key).
+const DEV_DKIM_KEY: &str = "dev_dkim";
+
+/// How many messages the outbox page shows.
+const SHOWN: i64 = 50;
+
+/// Gives every team the development sender (call it only in development).
+pub async fn ensure_dev_senders(pool: &PgPool) -> anyhow::Result<()> {
+    let mut conn = pool.acquire().await?;
+    let stored = match keys::get(&mut conn, DEV_DKIM_KEY).await? {
+        Some(stored) => stored,
+        None => {
+            let key = tokio::task::spawn_blocking(schema::domain::generate_dkim_key).await??;
+            let fresh = serde_json::to_vec(&serde_json::json!({ "private_pem": key.private_pem, "public_key": key.public_base64 }))?;
+            keys::get_or_create(&mut conn, DEV_DKIM_KEY, &fresh).await?
+        }
+    };
+    let key: serde_json::Value = serde_json::from_slice(&stored)?;
+    let (Some(private_pem), Some(public_key)) = (key["private_pem"].as_str(), key["public_key"].as_str()) else {
+        anyhow::bail!("the stored development DKIM key is malformed");
+    };
+    let added = domains::ensure_dev_senders(&mut conn, private_pem, public_key).await?;
+    if added > 0 {
+        tracing::info!(added, domain = domains::DEV_SENDER_DOMAIN, "gave teams the development sender");
+    }
+    Ok(())
+}
+
+/// `GET /outbox`: the latest mail of the development sender, for a browser on this machine.
+/// Answers 404 unless the server runs in development and the request comes from loopback.
+#[handler]
+pub async fn page(req: &Request, state: Data<&AppState>) -> poem::Result<Html<String>> {
+    let local = req.remote_addr().as_socket_addr().is_some_and(|addr| addr.ip().is_loopback());
+    if !state.config.is_development() || !local {
+        return Err(poem::Error::from_status(StatusCode::NOT_FOUND));
+    }
+    let messages = outbox::latest(&mut *state.pool.acquire().await.map_err(internal)?, SHOWN).await.map_err(internal)?;
+    Ok(Html(render(&messages)))
+}
+
+fn internal(error: sqlx::Error) -> poem::Error {
+    tracing::error!(%error, "reading the outbox failed");
+    poem::Error::from_status(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn render(messages: &[outbox::OutboxMessage]) -> String {
+    let mut body = String::new();
+    if messages.is_empty() {
+        body.push_str(&format!(
+            "<p>Nothing yet. Send from <code>anything@{}</code> with <code>POST /emails</code>; it appears here.</p>",
+            domains::DEV_SENDER_DOMAIN
+        ));
+    }
+    for message in messages {
+        let raw = String::from_utf8_lossy(&message.message);
+        let signed = raw.lines().any(|line| line.to_ascii_lowercase().starts_with("dkim-signature:"));
+        let html = message.html.as_deref().map(|html| {
+            format!("<iframe sandbox title=\"HTML body\" srcdoc=\"{}\"></iframe>", escape(html))
+        });
+        let text = message.text.as_deref().map(|text| format!("<pre>{}</pre>", escape(text)));
+        let download = base64::engine::general_purpose::STANDARD.encode(&message.message);
+        body.push_str(&format!(
+            "<article id=\"{id}\"><h2>{subject}</h2>\
+             <p><b>From</b> {from} <b>To</b> {to} <b>At</b> {at} <b>Email</b> <code>{email}</code> <b>DKIM</b> {dkim}</p>\
+             {html}{text}\
+             <details><summary>Source</summary><pre>{raw}</pre></details>\
+             <p><a download=\"{id}.eml\" href=\"data:message/rfc822;base64,{download}\">Download .eml</a></p></article>",
+            id = message.id,
+            subject = escape(&message.subject),
+            from = escape(&message.from_header),
+            to = escape(&message.recipient),
+            at = message.created_at.to_rfc3339(),
+            email = message.email_id,
+            dkim = if signed { "signed" } else { "unsigned" },
+            html = html.unwrap_or_default(),
+            text = text.unwrap_or_default(),
+            raw = escape(&raw),
+        ));
+    }
+    format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Herald outbox</title>\
+         <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}\
+         article{{border-top:1px solid #ccc;padding:1rem 0}}iframe{{width:100%;height:20rem;border:1px solid #ddd}}\
+         pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}}</style></head>\
+         <body><h1>Herald outbox</h1><p>Mail from the development sender <code>{}</code>: signed as it would have \
+         gone out, delivered only here. The newest {SHOWN} messages.</p>{body}</body></html>",
+        domains::DEV_SENDER_DOMAIN
+    )
+}
