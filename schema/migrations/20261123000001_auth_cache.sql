@@ -10,7 +10,7 @@ ALTER TABLE rate_limits ADD COLUMN granted integer NOT NULL DEFAULT 0;
 -- effect at once (a revoke) answers only when every live process has read a barrier sent after
 -- it committed. A process whose heartbeat is older than ten seconds is not waited for: it has
 -- stopped trusting its cache three seconds after its last heartbeat.
-CREATE UNLOGGED TABLE auth_listeners (
+CREATE TABLE auth_listeners (
     id            uuid PRIMARY KEY,
     seen_barrier  bigint NOT NULL,
     heartbeat_at  timestamptz NOT NULL

@@ -301,3 +301,20 @@ pub fn herald_binary() -> std::path::PathBuf {
     let dir = if dir.ends_with("deps") { dir.parent().unwrap() } else { dir };
     dir.join("herald")
 }
+
+/// A `multipart/form-data` body built by hand: `(name, file name, content)`.
+pub fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "herald-test-boundary-7d1f";
+    let mut body = Vec::new();
+    for (name, file_name, content) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
+        match file_name {
+            Some(file_name) => body.extend_from_slice(format!("; filename=\"{file_name}\"\r\nContent-Type: text/csv\r\n\r\n").as_bytes()),
+            None => body.extend_from_slice(b"\r\n\r\n"),
+        }
+        body.extend_from_slice(content);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}

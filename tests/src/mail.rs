@@ -1,7 +1,7 @@
 //! A team ready to send: Herald delivering to an SMTP sink the test started (as the MX of
 //! `inbox.test`), a verified sending domain `acme.test`, and the team out of the sandbox.
 
-use crate::TestApp;
+use crate::{Answer, TestApp};
 use crate::smtp::SmtpSink;
 use api::config::Config;
 use serde_json::{Value, json};
@@ -57,11 +57,16 @@ pub async fn setup_without_workers(sink: SmtpSink, adjust: impl FnOnce(&mut Conf
 
 /// Adds `name` (with extra create fields), publishes its records and verifies it.
 pub async fn verified_domain(app: &TestApp, name: &str, extra: Value) -> Value {
+    verified_domain_as(app, &app.key, name, extra).await
+}
+
+/// [`verified_domain`] with another team's key.
+pub async fn verified_domain_as(app: &TestApp, key: &str, name: &str, extra: Value) -> Value {
     let mut body = json!({ "name": name });
     if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
         body.extend(extra.clone());
     }
-    let created = app.post("/domains", body).await;
+    let created = Answer::from(app.request_as(key, reqwest::Method::POST, "/domains").json(&body).send().await.unwrap()).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let domain = created.body;
     let record = |kind: &str| domain["records"].as_array().unwrap().iter().find(|r| r["record"] == kind).unwrap().clone();
@@ -70,7 +75,8 @@ pub async fn verified_domain(app: &TestApp, name: &str, extra: Value) -> Value {
     app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
     let mail_from = record("mail_from");
     app.dns.zone.set_cname(mail_from["fqdn"].as_str().unwrap(), mail_from["value"].as_str().unwrap());
-    let verified = app.post(&format!("/domains/{}/verify", domain["id"].as_str().unwrap()), json!({})).await;
+    let path = format!("/domains/{}/verify", domain["id"].as_str().unwrap());
+    let verified = Answer::from(app.request_as(key, reqwest::Method::POST, &path).json(&json!({})).send().await.unwrap()).await;
     assert_eq!(verified.body["status"], "verified", "{}", verified.body);
     verified.body
 }

@@ -2,24 +2,7 @@
 //! counts and failed rows, no per-contact events; bad uploads are refused and write nothing.
 
 use serde_json::{Value, json};
-use tests::{Answer, TestApp, eventually};
-
-/// A `multipart/form-data` body built by hand: `(name, file name, content)`.
-fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
-    let boundary = "herald-test-boundary-7d1f";
-    let mut body = Vec::new();
-    for (name, file_name, content) in parts {
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
-        match file_name {
-            Some(file_name) => body.extend_from_slice(format!("; filename=\"{file_name}\"\r\nContent-Type: text/csv\r\n\r\n").as_bytes()),
-            None => body.extend_from_slice(b"\r\n\r\n"),
-        }
-        body.extend_from_slice(content);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
+use tests::{Answer, TestApp, eventually, multipart};
 
 async fn upload(app: &TestApp, csv: &str, fields: &[(&str, String)]) -> Answer {
     let mut parts: Vec<(&str, Option<&str>, &[u8])> = vec![("file", Some("contacts.csv"), csv.as_bytes())];

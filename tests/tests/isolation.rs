@@ -136,32 +136,9 @@ async fn waited<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut p
 
 /// A `multipart/form-data` body: `(name, file name, content)`.
 fn multipart(parts: &[(String, Option<&str>, Vec<u8>)]) -> Payload {
-    let boundary = "herald-isolation-boundary-5c2e";
-    let mut bytes = Vec::new();
-    for (name, file_name, content) in parts {
-        bytes.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
-        match file_name {
-            Some(file_name) => bytes.extend_from_slice(format!("; filename=\"{file_name}\"\r\nContent-Type: text/csv\r\n\r\n").as_bytes()),
-            None => bytes.extend_from_slice(b"\r\n\r\n"),
-        }
-        bytes.extend_from_slice(content);
-        bytes.extend_from_slice(b"\r\n");
-    }
-    bytes.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    Payload::Raw { content_type: format!("multipart/form-data; boundary={boundary}"), bytes }
-}
-
-/// Adds `name` with the team's key, publishes its records and verifies it.
-async fn verified_domain(app: &TestApp, team: &Team, name: &str) {
-    let domain = created(app, team, "/domains", json!({ "name": name })).await;
-    let record = |kind: &str| domain["records"].as_array().unwrap().iter().find(|r| r["record"] == kind).unwrap().clone();
-    let dkim = record("dkim");
-    let (first, second) = dkim["value"].as_str().unwrap().split_at(255);
-    app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
-    let mail_from = record("mail_from");
-    app.dns.zone.set_cname(mail_from["fqdn"].as_str().unwrap(), mail_from["value"].as_str().unwrap());
-    let verified = created(app, team, &format!("/domains/{}/verify", domain["id"].as_str().unwrap()), json!({})).await;
-    assert_eq!(verified["status"], "verified", "{verified}");
+    let borrowed: Vec<(&str, Option<&str>, &[u8])> = parts.iter().map(|(name, file, content)| (name.as_str(), *file, content.as_slice())).collect();
+    let (content_type, bytes) = tests::multipart(&borrowed);
+    Payload::Raw { content_type, bytes }
 }
 
 /// Gives `team` at least one of every resource a route names, and waits for the background
@@ -625,7 +602,7 @@ async fn another_teams_ids_answer_404_on_every_route_and_change_nothing() {
     let (b_id, b_key) = api::cli::create_team(&app.pool, "Team B").await.unwrap();
     let b = Team { label: "b", id: b_id, key: b_key };
     sqlx::query("UPDATE teams SET plan_code = 'pro', sandbox_regions = '{}' WHERE id = $1").bind(b.id).execute(&app.pool).await.unwrap();
-    verified_domain(app, &b, "beta.test").await;
+    tests::mail::verified_domain_as(app, &b.key, "beta.test", json!({})).await;
     populate(app, &a, SENDING_DOMAIN, &receiver).await;
     populate(app, &b, "beta.test", &receiver).await;
 
