@@ -102,7 +102,7 @@ impl Application {
             config.rate_limit_refill,
         ));
         let link_key = std::sync::Arc::new(link_key);
-        let state = AppState { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets };
+        let state = AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets });
         Ok(Self { acceptor, port, state, log_task, listener })
     }
 

@@ -7,9 +7,26 @@ use schema::model::{InboxAccess, Permission};
 use sqlx::PgPool;
 use uuid::Uuid;
 
-/// Shared application state.
+/// Shared application state, cloned into every request for the price of one reference count.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(std::sync::Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(std::sync::Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds.
+pub struct Shared {
     /// The main pool: every durable write.
     pub pool: PgPool,
     /// Bookkeeping whose loss in a crash is harmless (rate-limit buckets, `last_used_at`).
@@ -28,7 +45,7 @@ pub struct AppState {
     pub buckets: std::sync::Arc<crate::rate_limit::Buckets>,
 }
 
-impl AppState {
+impl Shared {
     /// The hosted page of a signed link: `preferences` or `unsubscribe`.
     pub fn link_url(&self, page: &str, link: schema::links::Link) -> String {
         format!("{}/{page}/{}", self.config.public_url.trim_end_matches('/'), schema::links::token(&self.link_key, link))
