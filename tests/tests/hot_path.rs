@@ -65,7 +65,7 @@ async fn a_suspended_team_is_refused_by_every_process_once_the_change_settles() 
 }
 
 #[tokio::test]
-async fn a_lowered_inbox_access_holds_in_another_process_when_the_update_answers() {
+async fn a_key_update_has_dropped_the_key_in_every_process_when_it_answers() {
     let app = TestApp::spawn_unthrottled().await;
     let other = TestApp::start(&app.database_url, app.pool.clone(), |_| {}).await;
     let (id, key) = app.create_key(json!({ "name": "reader", "inbox_access": "none" })).await;
@@ -116,4 +116,24 @@ async fn ten_seconds_of_unthrottled_requests_over_two_processes_get_at_most_111_
         "{takes} takes from PostgreSQL for {} requests: refusals are answered from memory",
         accepted + refused
     );
+}
+
+#[tokio::test]
+async fn a_process_whose_listener_connection_is_cut_still_refuses_a_key_revoked_meanwhile() {
+    let app = TestApp::spawn_unthrottled().await;
+    let (id, key) = app.create_key(json!({ "name": "cut" })).await;
+    assert_eq!(status(&app, &key).await.status, 200);
+    assert_eq!(status(&app, &key).await.status, 200);
+    // Cut the listener's connection (the only one that runs LISTEN and records heartbeats).
+    let cut: Vec<i32> = sqlx::query_scalar(
+        "SELECT pg_terminate_backend(pid)::int FROM pg_stat_activity
+         WHERE datname = current_database() AND (query LIKE 'LISTEN%' OR query LIKE 'UPDATE auth_listeners%' OR query LIKE 'WITH gone AS%')",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(cut, vec![1], "one listener connection");
+    sqlx::query("UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
+    api::auth_cache::settle(&app.pool).await.unwrap();
+    status(&app, &key).await.assert_error(403, "restricted_api_key");
 }
