@@ -149,7 +149,14 @@ pub static OPERATIONS: &[Operation] = &[
     op("list-webhook-event-attempts", Method::GET, "/webhooks/{webhook_id}/events/{event_id}/attempts", Access::FullAccess),
     op("replay-webhook-event", Method::POST, "/webhooks/{webhook_id}/events/{event_id}/replay", Access::FullAccess),
     op("rotate-webhook-signing-secret", Method::POST, "/webhooks/{webhook_id}/signing-secret/rotate", Access::FullAccess),
+    scoped("get-team", Method::GET, "/team", Access::FullAccess, "team:read"),
+    scoped("update-team", Method::PATCH, "/team", Access::FullAccess, "team:write"),
 ];
+
+/// An operation an OAuth token with `scope` reaches.
+const fn scoped(id: &'static str, method: Method, path: &'static str, access: Access, scope: &'static str) -> Operation {
+    Operation { id, method, path, access, scope: Some(scope), inbox_access: None, carries_send_content: false }
+}
 
 /// A send: any key, scope `emails:send`, its content logged as size and digest.
 const fn send(id: &'static str, path: &'static str) -> Operation {

@@ -14,6 +14,7 @@ pub mod pages;
 pub mod preferences;
 pub mod segments;
 pub mod suppressions;
+pub mod team;
 pub mod topics;
 pub mod webhooks;
 
@@ -39,41 +40,49 @@ pub enum Tag {
     Contacts,
     /// Endpoints that receive signed deliveries of the team's events.
     Webhooks,
+    /// The team: plan, sending tier, sender identity and brand kit.
+    Team,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
 }
 
-/// Declares `Apis`, the tuple of every API in document order, and `apis()` building it, from
-/// one list (each API is a unit struct).
+/// Declares `Apis`, every API in document order, and `apis()` building it, from groups of
+/// APIs (each a unit struct): poem-openapi implements its trait for tuples of up to 16, so the
+/// groups nest.
 macro_rules! apis {
-    ($($api:path),+ $(,)?) => {
+    ($([$($api:path),+ $(,)?]),+ $(,)?) => {
         /// Every API of the service, in document order.
-        pub type Apis = ($($api,)+);
+        pub type Apis = ($(($($api,)+),)+);
 
         pub fn apis() -> Apis {
-            ($($api,)+)
+            ($(($($api,)+),)+)
         }
     };
 }
 
 apis!(
-    health::HealthApi,
-    api_keys::ApiKeysApi,
-    logs::LogsApi,
-    domains::DomainsApi,
-    emails::EmailsApi,
-    email_shares::EmailSharesApi,
-    suppressions::SuppressionsApi,
-    contact_imports::ContactImportsApi,
-    contacts::ContactsApi,
-    contact_properties::ContactPropertiesApi,
-    topics::TopicsApi,
-    segments::SegmentsApi,
-    audiences::AudiencesApi,
-    webhooks::WebhooksApi,
-    pages::PagesApi,
-    preferences::PreferencesApi,
+    [
+        health::HealthApi,
+        api_keys::ApiKeysApi,
+        logs::LogsApi,
+        domains::DomainsApi,
+        emails::EmailsApi,
+        email_shares::EmailSharesApi,
+        suppressions::SuppressionsApi,
+        contact_imports::ContactImportsApi,
+    ],
+    [
+        contacts::ContactsApi,
+        contact_properties::ContactPropertiesApi,
+        topics::TopicsApi,
+        segments::SegmentsApi,
+        audiences::AudiencesApi,
+        webhooks::WebhooksApi,
+        team::TeamApi,
+        pages::PagesApi,
+        preferences::PreferencesApi,
+    ],
 );
 
 /// A path's id; anything that is not an id answers 404 like a missing `what`.

@@ -114,3 +114,36 @@ pub async fn lock_webhook_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx:
     .fetch_one(conn)
     .await
 }
+
+/// A change to a team's profile: `None` leaves a field alone; `Some(None)` clears a nullable one.
+pub struct ProfileChange<'a> {
+    pub name: Option<&'a str>,
+    pub sender_name: Option<Option<&'a str>>,
+    pub postal_address: Option<Option<serde_json::Value>>,
+    pub ai_assist_enabled: Option<bool>,
+    pub brand_kit: Option<serde_json::Value>,
+}
+
+/// Applies a profile change; answers whether the team exists.
+pub async fn update_profile(conn: &mut PgConnection, team_id: Uuid, change: &ProfileChange<'_>) -> sqlx::Result<bool> {
+    let done = sqlx::query(
+        "UPDATE teams SET
+             name = COALESCE($2, name),
+             sender_name = CASE WHEN $3 THEN $4 ELSE sender_name END,
+             postal_address = CASE WHEN $5 THEN $6 ELSE postal_address END,
+             ai_assist_enabled = COALESCE($7, ai_assist_enabled),
+             brand_kit = COALESCE($8, brand_kit)
+         WHERE id = $1",
+    )
+    .bind(team_id)
+    .bind(change.name)
+    .bind(change.sender_name.is_some())
+    .bind(change.sender_name.flatten())
+    .bind(change.postal_address.is_some())
+    .bind(change.postal_address.clone().flatten())
+    .bind(change.ai_assist_enabled)
+    .bind(change.brand_kit.clone())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

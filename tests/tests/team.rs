@@ -1,0 +1,159 @@
+//! The team profile: `GET /team` and `PATCH /team` (name, sender identity, brand kit, AI assist).
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tests::{Answer, TestApp};
+
+fn brand_kit() -> Value {
+    json!({
+        "logo_url": "https://cdn.example.com/logo.png",
+        "primary_color": "#1a73e8",
+        "accent_color": "#FF5500",
+        "font": "georgia",
+        "button_style": "rounded",
+        "company_name": "Acme Inc.",
+        "address": "1 Main St, Springfield",
+        "footer_text": "You get this because you asked for it.",
+    })
+}
+
+/// The team row as stored, to show a refusal changed nothing.
+async fn stored(app: &TestApp) -> Value {
+    sqlx::query_scalar("SELECT to_jsonb(t) FROM teams t WHERE id = $1").bind(app.team_id).fetch_one(&app.pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn the_team_answers_its_plan_limits_tier_identity_and_brand() {
+    let app = TestApp::spawn().await;
+    let team = app.get("/team").await;
+    assert_eq!(team.status, 200, "{}", team.body);
+    let team = team.body;
+    assert_eq!(team["object"], "team");
+    assert_eq!(team["id"], app.team_id.to_string());
+    assert_eq!(team["name"], "Test team");
+    assert_eq!(team["risk_state"], "normal");
+    assert_eq!(
+        team["plan"],
+        json!({ "code": "free", "name": "Free", "limits": { "included_emails": 3000, "daily_cap": 100, "domain_limit": 1, "webhook_endpoint_limit": 1, "retention_days": 30 } })
+    );
+    assert_eq!(team["sending"]["tier"], 0);
+    assert_eq!(team["sending"]["tier_name"], "new");
+    assert_eq!(team["sending"]["next_unlock"], "verify_domain");
+    assert_eq!(team["sending"]["sandbox_regions"].as_array().unwrap().len(), 4);
+    assert_eq!(team["sender_identity"], json!({ "sender_name": null, "postal_address": null }));
+    assert!(team["brand_kit"].as_object().unwrap().values().all(Value::is_null), "{}", team["brand_kit"]);
+    assert_eq!(team["brand_kit"].as_object().unwrap().len(), 8);
+    assert_eq!(team["ai_assist_enabled"], false);
+    assert_eq!(team["sso"], Value::Null);
+}
+
+#[tokio::test]
+async fn patch_changes_only_the_fields_sent_and_answers_the_team() {
+    let app = TestApp::spawn().await;
+    let address = json!({ "line1": " 1 Main St ", "line2": null, "city": "Springfield", "state": "IL", "postal_code": "62701", "country": "US" });
+    let patched = app
+        .patch("/team", json!({ "name": "  Acme  ", "sender_name": "Acme Billing", "postal_address": address, "brand_kit": brand_kit(), "ai_assist_enabled": false }))
+        .await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["object"], "team");
+    assert_eq!(patched.body["name"], "Acme");
+    assert_eq!(patched.body["sender_identity"]["sender_name"], "Acme Billing");
+    assert_eq!(
+        patched.body["sender_identity"]["postal_address"],
+        json!({ "line1": "1 Main St", "line2": null, "city": "Springfield", "state": "IL", "postal_code": "62701", "country": "US" })
+    );
+    let kit = &patched.body["brand_kit"];
+    assert_eq!(kit["primary_color"], "#1A73E8");
+    assert_eq!(kit["font"], "georgia");
+    assert_eq!(kit["logo_url"], "https://cdn.example.com/logo.png");
+    assert_eq!(app.get("/team").await.body, patched.body, "GET answers what PATCH answered");
+
+    // A field left out stays; `null` clears; a brand kit sent whole with nulls falls back to defaults.
+    let mut plain = brand_kit();
+    for field in ["logo_url", "font", "footer_text"] {
+        plain[field] = Value::Null;
+    }
+    let again = app.patch("/team", json!({ "sender_name": null, "brand_kit": plain })).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(again.body["name"], "Acme");
+    assert_eq!(again.body["sender_identity"]["sender_name"], Value::Null);
+    assert_eq!(again.body["sender_identity"]["postal_address"]["city"], "Springfield");
+    assert_eq!(again.body["brand_kit"]["logo_url"], Value::Null);
+    assert_eq!(again.body["brand_kit"]["company_name"], "Acme Inc.");
+    let cleared = app.patch("/team", json!({ "postal_address": null })).await;
+    assert_eq!(cleared.body["sender_identity"]["postal_address"], Value::Null);
+}
+
+#[tokio::test]
+async fn ai_assist_cannot_be_turned_on_until_it_exists_and_nothing_changes() {
+    let app = TestApp::spawn().await;
+    let before = stored(&app).await;
+    app.patch("/team", json!({ "ai_assist_enabled": true, "name": "Renamed" })).await.assert_error(503, "service_unavailable");
+    assert_eq!(stored(&app).await, before);
+    let off = app.patch("/team", json!({ "ai_assist_enabled": false })).await;
+    assert_eq!(off.status, 200, "{}", off.body);
+    assert_eq!(off.body["ai_assist_enabled"], false);
+}
+
+#[tokio::test]
+async fn a_brand_kit_missing_fields_is_422_naming_each_and_changes_nothing() {
+    let app = TestApp::spawn().await;
+    let before = stored(&app).await;
+    let mut partial = brand_kit();
+    partial.as_object_mut().unwrap().remove("font");
+    partial.as_object_mut().unwrap().remove("footer_text");
+    let refused = app.patch("/team", json!({ "brand_kit": partial, "name": "Renamed" })).await;
+    refused.assert_error(422, "missing_required_field");
+    let paths: Vec<&str> = refused.body["errors"].as_array().unwrap().iter().map(|e| e["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, vec!["brand_kit.font", "brand_kit.footer_text"]);
+    assert_eq!(stored(&app).await, before);
+}
+
+#[tokio::test]
+async fn each_bad_field_is_400_validation_error_naming_it_and_changes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    let before = stored(&app).await;
+    let address = |country: &str| json!({ "line1": "1 Main St", "city": "Springfield", "country": country });
+    let kit = |field: &str, value: Value| {
+        let mut kit = brand_kit();
+        kit[field] = value;
+        json!({ "brand_kit": kit })
+    };
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({ "name": "   " }), "name"),
+        (json!({ "name": "n".repeat(81) }), "name"),
+        (json!({ "sender_name": "s".repeat(201) }), "sender_name"),
+        (json!({ "sender_name": "  " }), "sender_name"),
+        (json!({ "postal_address": address("us") }), "postal_address.country"),
+        (json!({ "postal_address": address("XX") }), "postal_address.country"),
+        (json!({ "postal_address": address("USA") }), "postal_address.country"),
+        (json!({ "postal_address": { "line1": " ", "city": "Springfield", "country": "US" } }), "postal_address.line1"),
+        (kit("primary_color", json!("1a73e8")), "brand_kit.primary_color"),
+        (kit("accent_color", json!("#12345")), "brand_kit.accent_color"),
+        (kit("font", json!("comic-sans")), "brand_kit.font"),
+        (kit("button_style", json!("blob")), "brand_kit.button_style"),
+        (kit("logo_url", json!("http://cdn.example.com/logo.png")), "brand_kit.logo_url"),
+        (kit("logo_url", json!("not a url")), "brand_kit.logo_url"),
+        (kit("footer_text", json!("f".repeat(501))), "brand_kit.footer_text"),
+    ];
+    for (body, path) in cases {
+        let refused = app.patch("/team", body.clone()).await;
+        refused.assert_error(400, "validation_error");
+        assert_eq!(refused.body["errors"][0]["path"], path, "{body}: {}", refused.body);
+        assert_eq!(stored(&app).await, before, "{body} changed the team");
+    }
+    // A line break is refused at the edge in one-line fields.
+    app.patch("/team", json!({ "name": "two\nlines" })).await.assert_error(400, "validation_error");
+    assert_eq!(stored(&app).await, before);
+}
+
+#[tokio::test]
+async fn a_sending_access_key_reaches_neither_team_route() {
+    let app = TestApp::spawn().await;
+    let (_, token) = app.create_key(json!({ "name": "sender", "permission": "sending_access" })).await;
+    for method in [Method::GET, Method::PATCH] {
+        let answer = Answer::from(app.request_as(&token, method, "/team").json(&json!({ "name": "x" })).send().await.unwrap()).await;
+        answer.assert_error(401, "restricted_api_key");
+    }
+    assert_eq!(app.get("/team").await.body["name"], "Test team");
+}
