@@ -58,15 +58,14 @@ impl Series {
 /// Every operation's series, by position in [`OPERATIONS`]; the last is [`UNMATCHED`].
 static HTTP: LazyLock<Box<[Series]>> = LazyLock::new(|| (0..=OPERATIONS.len()).map(|_| Series::new()).collect());
 
-/// The position of `operation` in the table: its address within the static slice (the table
-/// hands out references into it), or its id when it is a copy.
+/// The position of `operation` in the table: the reference the gateway handed out, or the
+/// operation with its id when it is a copy.
 fn index_of(operation: &Operation) -> usize {
-    let size = size_of::<Operation>();
-    let offset = (operation as *const Operation as usize).wrapping_sub(OPERATIONS.as_ptr() as usize);
-    if offset.is_multiple_of(size) && offset / size < OPERATIONS.len() {
-        return offset / size;
-    }
-    OPERATIONS.iter().position(|o| o.id == operation.id).unwrap_or(OPERATIONS.len())
+    OPERATIONS
+        .iter()
+        .position(|o| std::ptr::eq(o, operation))
+        .or_else(|| OPERATIONS.iter().position(|o| o.id == operation.id))
+        .unwrap_or(OPERATIONS.len())
 }
 
 fn method_label(method: &Method) -> &'static str {

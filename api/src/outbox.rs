@@ -2,12 +2,12 @@
 //! from `anything@dev.herald.localhost` without DNS, and `GET /outbox` shows what was
 //! "delivered", signed as it would have gone out. Nothing from it ever leaves the machine.
 
-use crate::routes::pages::escape;
+use crate::routes::pages::{PAGE_POLICY, document, escape, message_body};
 use crate::state::AppState;
 use base64::Engine;
 use poem::http::StatusCode;
 use poem::web::{Data, Html};
-use poem::{Request, handler};
+use poem::{IntoResponse, Request, Response, handler};
 use schema::store::{domains, keys, outbox};
 use sqlx::PgPool;
 
@@ -39,16 +39,20 @@ pub async fn ensure_dev_senders(pool: &PgPool) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `GET /outbox`: the latest mail of the development sender, for a browser on this machine.
-/// Answers 404 unless the server runs in development and the request comes from loopback.
+/// `GET /outbox`: the latest mail of the development sender, for a browser on this machine,
+/// under the hosted pages' content policy. Answers 404 unless the server runs in development
+/// and the request comes from loopback.
 #[handler]
-pub async fn page(req: &Request, state: Data<&AppState>) -> poem::Result<Html<String>> {
+pub async fn page(req: &Request, state: Data<&AppState>) -> poem::Result<Response> {
     let local = req.remote_addr().as_socket_addr().is_some_and(|addr| addr.ip().is_loopback());
     if !state.config.is_development() || !local {
         return Err(poem::Error::from_status(StatusCode::NOT_FOUND));
     }
     let messages = outbox::latest(&mut *state.pool.acquire().await.map_err(internal)?, SHOWN).await.map_err(internal)?;
-    Ok(Html(render(&messages)))
+    Ok(Html(render(&messages))
+        .with_header("content-security-policy", PAGE_POLICY)
+        .with_header("cache-control", "no-store")
+        .into_response())
 }
 
 fn internal(error: sqlx::Error) -> poem::Error {
@@ -57,27 +61,24 @@ fn internal(error: sqlx::Error) -> poem::Error {
 }
 
 fn render(messages: &[outbox::OutboxMessage]) -> String {
-    let mut body = String::new();
+    let mut body = format!(
+        "<main><h1>Herald outbox</h1><p>Mail from the development sender <code>{}</code>: signed as it would have \
+         gone out, delivered only here. The newest {SHOWN} messages.</p>",
+        domains::DEV_SENDER_DOMAIN
+    );
     if messages.is_empty() {
-        body.push_str(&format!(
-            "<p>Nothing yet. Send from <code>anything@{}</code> with <code>POST /emails</code>; it appears here.</p>",
-            domains::DEV_SENDER_DOMAIN
-        ));
+        body.push_str("<p>Nothing yet. Send from <code>anything@dev.herald.localhost</code> with <code>POST /emails</code>; it appears here.</p>");
     }
+    body.push_str("</main>");
     for message in messages {
         let raw = String::from_utf8_lossy(&message.message);
         let signed = raw.lines().any(|line| line.to_ascii_lowercase().starts_with("dkim-signature:"));
-        let html = message.html.as_deref().map(|html| {
-            format!("<iframe sandbox title=\"HTML body\" srcdoc=\"{}\"></iframe>", escape(html))
-        });
-        let text = message.text.as_deref().map(|text| format!("<pre>{}</pre>", escape(text)));
         let download = base64::engine::general_purpose::STANDARD.encode(&message.message);
         body.push_str(&format!(
-            "<article id=\"{id}\"><h2>{subject}</h2>\
+            "<main id=\"{id}\"><h2>{subject}</h2>\
              <p><b>From</b> {from} <b>To</b> {to} <b>At</b> {at} <b>Email</b> <code>{email}</code> <b>DKIM</b> {dkim}</p>\
-             {html}{text}\
-             <details><summary>Source</summary><pre>{raw}</pre></details>\
-             <p><a download=\"{id}.eml\" href=\"data:message/rfc822;base64,{download}\">Download .eml</a></p></article>",
+             {content}<details><summary>Source</summary><pre>{raw}</pre></details>\
+             <p><a download=\"{id}.eml\" href=\"data:message/rfc822;base64,{download}\">Download .eml</a></p></main>",
             id = message.id,
             subject = escape(&message.subject),
             from = escape(&message.from_header),
@@ -85,18 +86,9 @@ fn render(messages: &[outbox::OutboxMessage]) -> String {
             at = message.created_at.to_rfc3339(),
             email = message.email_id,
             dkim = if signed { "signed" } else { "unsigned" },
-            html = html.unwrap_or_default(),
-            text = text.unwrap_or_default(),
+            content = message_body(message.html.as_deref(), message.text.as_deref()),
             raw = escape(&raw),
         ));
     }
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Herald outbox</title>\
-         <style>body{{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem}}\
-         article{{border-top:1px solid #ccc;padding:1rem 0}}iframe{{width:100%;height:20rem;border:1px solid #ddd}}\
-         pre{{white-space:pre-wrap;background:#f6f6f6;padding:.5rem}}</style></head>\
-         <body><h1>Herald outbox</h1><p>Mail from the development sender <code>{}</code>: signed as it would have \
-         gone out, delivered only here. The newest {SHOWN} messages.</p>{body}</body></html>",
-        domains::DEV_SENDER_DOMAIN
-    )
+    document("Herald outbox", &body)
 }

@@ -29,7 +29,8 @@ impl std::ops::Deref for AppState {
 pub struct Shared {
     /// The main pool: every durable write.
     pub pool: PgPool,
-    /// Bookkeeping whose loss in a crash is harmless (rate-limit buckets, `last_used_at`).
+    /// Bookkeeping whose loss in a crash is harmless, off the WAL flush: rate-limit grants,
+    /// `last_used_at`, key lookups and the key listener, request logs.
     pub relaxed: PgPool,
     pub config: Config,
     pub logs: LogWriter,

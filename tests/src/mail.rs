@@ -120,15 +120,7 @@ impl Mail {
 
     /// Waits until the email's latest event is `last_event`, then returns the email.
     pub async fn wait_for_event(&self, id: &str, last_event: &str) -> Value {
-        let started = std::time::Instant::now();
-        loop {
-            let email = self.app.get(&format!("/emails/{id}")).await;
-            if email.body["last_event"] == last_event {
-                return email.body;
-            }
-            assert!(started.elapsed() < Duration::from_secs(20), "email {id} never reached {last_event}: {}", email.body);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        wait_for_event(&self.app, id, last_event).await
     }
 
     /// The data of the email's first event of `event_type`.
@@ -145,5 +137,19 @@ impl Mail {
     pub async fn timeline(&self, id: &str) -> Vec<String> {
         let email = self.app.get(&format!("/emails/{id}")).await;
         email.body["events"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap().to_string()).collect()
+    }
+}
+
+/// Waits until the email's latest event (read through `app`) is `last_event`, then returns the
+/// email.
+pub async fn wait_for_event(app: &TestApp, id: &str, last_event: &str) -> Value {
+    let started = std::time::Instant::now();
+    loop {
+        let email = app.get(&format!("/emails/{id}")).await;
+        if email.body["last_event"] == last_event {
+            return email.body;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "email {id} never reached {last_event}: {}", email.body);
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

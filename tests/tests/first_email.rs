@@ -2,25 +2,12 @@
 //! sender into the local outbox, signed as it would have gone out; any other server refuses it.
 
 use serde_json::{Value, json};
-use std::time::Duration;
 use tests::TestApp;
 
 const DEV_FROM: &str = "Herald <hello@dev.herald.localhost>";
 
 fn first_email(to: &str) -> Value {
     json!({ "from": DEV_FROM, "to": to, "subject": "Hello from Herald", "html": "<p>It <b>works</b>.</p>", "text": "It works." })
-}
-
-async fn wait_for_last_event(app: &TestApp, id: &str, last_event: &str) -> Value {
-    let started = std::time::Instant::now();
-    loop {
-        let email = app.get(&format!("/emails/{id}")).await;
-        if email.body["last_event"] == last_event {
-            return email.body;
-        }
-        assert!(started.elapsed() < Duration::from_secs(20), "never {last_event}: {}", email.body);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test]
@@ -31,7 +18,7 @@ async fn a_development_server_delivers_a_first_email_from_the_development_sender
     let sent = app.post("/emails", first_email("you@example.com")).await;
     assert_eq!(sent.status, 200, "{}", sent.body);
     let id = sent.body["id"].as_str().unwrap().to_string();
-    wait_for_last_event(&app, &id, "delivered").await;
+    tests::mail::wait_for_event(&app, &id, "delivered").await;
 
     let (message, public_key): (Vec<u8>, String) = sqlx::query_as(
         "SELECT o.message, d.dkim_public_key FROM dev_outbox o JOIN emails e ON e.id = o.email_id JOIN domains d ON d.id = e.domain_id

@@ -157,3 +157,35 @@ async fn a_sending_access_key_reaches_neither_team_route() {
     }
     assert_eq!(app.get("/team").await.body["name"], "Test team");
 }
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_string_in_any_field_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    let before = stored(&app).await;
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let kit = |field: &str, value: &str| {
+        let mut kit = brand_kit();
+        kit[field] = json!(value);
+        json!({ "brand_kit": kit })
+    };
+    let address = |field: &str, value: &str| {
+        let mut address = json!({ "line1": "1 Main St", "city": "Springfield", "country": "US" });
+        address[field] = json!(value);
+        json!({ "postal_address": address })
+    };
+    for value in ["a\u{0}b", huge.as_str(), &format!("https://cdn.example.com/{huge}")] {
+        let mut bodies = vec![json!({ "name": value }), json!({ "sender_name": value })];
+        for field in ["line1", "line2", "city", "state", "postal_code", "country"] {
+            bodies.push(address(field, value));
+        }
+        for field in ["logo_url", "primary_color", "accent_color", "font", "button_style", "company_name", "address", "footer_text"] {
+            bodies.push(kit(field, value));
+        }
+        for body in bodies {
+            let answer = app.patch("/team", body).await;
+            assert_eq!(answer.status, 400, "{}", answer.body);
+            assert_eq!(answer.body["name"], "validation_error");
+        }
+    }
+    assert_eq!(stored(&app).await, before);
+}

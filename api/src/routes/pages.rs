@@ -14,7 +14,7 @@ pub struct PagesApi;
 
 /// No scripts anywhere; the email's own HTML is shown in a sandboxed frame, with only inline
 /// styles and https or inline images.
-const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-src 'self'; base-uri 'none'; form-action 'none'";
+pub const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-src 'self'; base-uri 'none'; form-action 'none'";
 
 /// A hosted page or the page that says it is not there.
 #[derive(ApiResponse)]
@@ -88,14 +88,7 @@ fn email_page(email: &emails::Email, recipients: &[emails::Recipient], attachmen
         body.push_str(&format!("<dt>{name}</dt><dd>{value}</dd>"));
     }
     body.push_str("</dl>");
-    match (&email.html, &email.text) {
-        (Some(html), _) => body.push_str(&format!(
-            "<iframe title=\"Message\" sandbox referrerpolicy=\"no-referrer\" srcdoc=\"{}\"></iframe>",
-            escape(html)
-        )),
-        (None, Some(text)) => body.push_str(&format!("<pre>{}</pre>", escape(text))),
-        (None, None) => {}
-    }
+    body.push_str(&message_body(email.html.as_deref(), email.text.as_deref()));
     if !attachments.is_empty() {
         body.push_str("<h2>Attachments</h2><ul>");
         for attachment in attachments {
@@ -105,6 +98,17 @@ fn email_page(email: &emails::Email, recipients: &[emails::Recipient], attachmen
     }
     body.push_str("</main>");
     document(&email.subject, &body)
+}
+
+/// A message's body for a page: its HTML in a sandboxed frame, else its text.
+pub fn message_body(html: Option<&str>, text: Option<&str>) -> String {
+    match (html, text) {
+        (Some(html), _) => {
+            format!("<iframe title=\"Message\" sandbox referrerpolicy=\"no-referrer\" srcdoc=\"{}\"></iframe>", escape(html))
+        }
+        (None, Some(text)) => format!("<pre>{}</pre>", escape(text)),
+        (None, None) => String::new(),
+    }
 }
 
 pub fn document(title: &str, body: &str) -> String {
