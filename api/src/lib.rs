@@ -23,3 +23,4 @@ pub mod request_log;
 pub mod routes;
 pub mod send;
 pub mod state;
+pub mod template_content;

@@ -33,7 +33,7 @@ pub enum Addresses {
 }
 
 impl Addresses {
-    fn into_vec(self) -> Vec<String> {
+    pub fn into_vec(self) -> Vec<String> {
         match self {
             Addresses::One(one) => vec![one],
             Addresses::Many(many) => many,
@@ -81,16 +81,17 @@ pub struct TagIn {
 /// Body of `POST /emails` (and each item of `POST /emails/batch`).
 #[derive(Object, Deserialize, Debug, Clone)]
 pub struct SendEmail {
-    /// `address` or `Name <address>` on a domain verified by the team.
-    pub from: Required<String>,
+    /// `address` or `Name <address>` on a domain verified by the team; required unless the
+    /// template supplies it.
+    pub from: Option<String>,
     /// Recipients; `to`, `cc` and `bcc` together at most 50.
     pub to: Required<Addresses>,
     pub cc: Option<Addresses>,
     pub bcc: Option<Addresses>,
     /// Reply-To addresses (not counted toward the recipient cap).
     pub reply_to: Option<Addresses>,
-    /// One line, at most 998 bytes of UTF-8.
-    pub subject: Required<String>,
+    /// One line, at most 998 bytes of UTF-8; required unless the template supplies it.
+    pub subject: Option<String>,
     /// HTML body; `html` and `text` together at most 2 MB; at least one is required.
     pub html: Option<String>,
     /// Plain-text body.
@@ -106,15 +107,54 @@ pub struct SendEmail {
     /// Up to 50 tags with unique names.
     #[oai(validator(max_items = 50))]
     pub tags: Option<Vec<TagIn>>,
+    /// A published template (by id or alias) that supplies `html` and `text` and, when the
+    /// send leaves them out, `subject`, `from` and `reply_to`. Not combinable with `html` or
+    /// `text`.
+    pub template: Option<TemplateIn>,
     /// Not in the document: reserved for a later release, so a send carrying it is
     /// `422 invalid_parameter`.
     #[oai(skip)]
     pub topic_id: Option<String>,
+    /// The template version the body was rendered from (set by [`apply_templates`]).
+    #[oai(skip)]
+    #[serde(skip)]
+    pub rendered_from: Option<(Uuid, i32)>,
+}
+
+/// The template of a send.
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct TemplateIn {
+    /// The template's id or alias.
+    pub id: Required<String>,
+    /// Declared keys to a string or number (at most 2,000 characters); a key left out takes
+    /// its `fallback_value`.
+    pub variables: Option<BTreeMap<String, VariableValue>>,
+}
+
+/// A template variable's value in a send.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum VariableValue {
+    Text(String),
+    Number(f64),
+}
+
+impl VariableValue {
+    fn into_json(self) -> Value {
+        match self {
+            VariableValue::Text(text) => Value::String(text),
+            // Whole numbers print without a decimal point.
+            VariableValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => json!(n as i64),
+            VariableValue::Number(n) => json!(n),
+        }
+    }
 }
 
 /// A send that passed the body rules, before authorization.
 #[derive(Debug)]
 pub struct ParsedSend {
+    template: Option<(Uuid, i32)>,
     from: Mailbox,
     from_header: String,
     recipients: Vec<(&'static str, String, Mailbox)>,
@@ -209,7 +249,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
             Err(message) => p.invalid(&format!("reply_to[{i}]"), message),
         }
     }
-    if let Some(subject) = &*body.subject
+    if let Some(subject) = &body.subject
         && let Err(message) = rules::check_subject(subject)
     {
         p.invalid("subject", message);
@@ -244,6 +284,9 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         }
     }
     let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
+    if body.template.is_some() && body.rendered_from.is_none() {
+        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "template", "could not be applied");
+    }
     if !p.list.is_empty() {
         return Err(p.list);
     }
@@ -253,14 +296,73 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         from,
         recipients,
         reply_to,
-        subject: body.subject.0.unwrap_or_default(),
+        subject: body.subject.unwrap_or_default(),
         html: body.html,
         text: body.text,
         scheduled_at,
         headers,
         tags,
         attachments,
+        template: body.rendered_from,
     })
+}
+
+/// Renders the templates named by sends into their bodies (one statement loads them all):
+/// `html` and `text`, and `subject`, `from` and `reply_to` where the send left them out.
+/// Answers each send's problems (empty when it is fine); `indexed` prefixes paths with the
+/// send's index in a batch.
+pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut [SendEmail], indexed: bool) -> ApiResult<Vec<Vec<Problem>>> {
+    let mut problems: Vec<Vec<Problem>> = sends.iter().map(|_| Vec::new()).collect();
+    let keys: Vec<String> = sends.iter().filter_map(|s| s.template.as_ref()?.id.0.clone()).collect();
+    if sends.iter().all(|s| s.template.is_none()) {
+        return Ok(problems);
+    }
+    let found = if keys.is_empty() { Vec::new() } else { schema::store::templates::for_send(conn, team_id, &keys).await? };
+    for (i, send) in sends.iter_mut().enumerate() {
+        let Some(template) = send.template.take() else { continue };
+        let mut p = Problems { prefix: if indexed { format!("[{i}].") } else { String::new() }, list: Vec::new() };
+        for (given, path) in [(send.html.is_some(), "html"), (send.text.is_some(), "text")] {
+            if given {
+                p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", path, "cannot be sent with `template`: the template supplies it");
+            }
+        }
+        let Some(key) = template.id.0.as_deref() else {
+            p.missing("template.id");
+            problems[i] = p.list;
+            continue;
+        };
+        let Some(stored) = found.iter().find(|t| t.id.to_string() == key || t.alias.as_deref() == Some(key)) else {
+            p.add(StatusCode::NOT_FOUND, "not_found", "template.id", format!("no live template of the team has the id or alias `{key}`"));
+            problems[i] = p.list;
+            continue;
+        };
+        if !p.list.is_empty() {
+            problems[i] = p.list;
+            continue;
+        }
+        let given: serde_json::Map<String, Value> = template.variables.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_json())).collect();
+        match crate::template_content::render_send(stored, &given, &p.prefix) {
+            Ok(rendered) => {
+                send.html = rendered.html;
+                send.text = rendered.text;
+                if send.subject.is_none() {
+                    send.subject = rendered.subject;
+                }
+                if send.from.is_none() {
+                    send.from = rendered.from;
+                }
+                if send.reply_to.is_none() {
+                    send.reply_to = rendered.reply_to.map(Addresses::Many);
+                }
+                send.rendered_from = Some((rendered.template_id, rendered.version));
+                send.template = Some(TemplateIn { id: Required(Some(key.to_string())), variables: None });
+            }
+            Err(problem) => {
+                problems[i] = vec![Problem { status: problem.status, name: problem.name, path: problem.path, message: problem.message }];
+            }
+        }
+    }
+    Ok(problems)
 }
 
 /// One error for the problems of a send (or a whole batch): the first problem's status and
@@ -520,6 +622,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
         scheduled_at: send.scheduled_at,
         size_bytes: size.min(i32::MAX as usize) as i32,
         created_at: Utc::now(),
+        template: send.template,
         recipients: send
             .recipients
             .into_iter()

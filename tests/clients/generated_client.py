@@ -274,6 +274,17 @@ def create_resources(client, raw, gen, from_domain):
         files={"file": ("contacts.csv", f"email,first_name\ngen-import-{run}@example.com,Imp\nnot-an-address,Bad\n", "text/csv")},
     ), 201, "import contacts")
     ids["import_id"] = imported["id"]
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+    asset = expect(raw.post("/team/brand-kit/uploads", files={"file": ("logo.png", png, "image/png")}), 201, "upload brand asset")
+    ids["asset_id"] = asset["id"]
+    saved = expect(raw.post("/saved-blocks", json={"name": f"gen {run}", "content": {"type": "text", "text": "Bye"}}), 201, "save block")
+    ids["saved_block_id"] = saved["id"]
+    template = expect(raw.post("/templates", json={
+        "name": f"gen {run}", "alias": f"gen-{run}", "starter": "welcome",
+    }), 201, "create template")
+    ids["template_id"] = template["id"]
+    ids["version"] = "1"
+    expect(raw.post(f"/templates/{template['id']}/publish", json={}), 200, "publish template")
 
     event = poll("a webhook event", lambda: expect(raw.get(f"/webhooks/{ids['webhook_id']}/events"), 200, "events")["data"])
     ids["event_id"] = event[0]["id"]
@@ -379,6 +390,12 @@ def call_every_get(spec, client, gen, ids):
                 fail(what, f"expected an HTML page, got {parsed[:200]!r}")
             else:
                 ok(f"{what}: HTML page")
+            continue
+        if hasattr(parsed, "payload"):
+            if not response.content:
+                fail(what, "an empty binary body")
+            else:
+                ok(f"{what}: binary body of {len(response.content)} bytes")
             continue
         extra = undeclared_fields(parsed)
         if extra:

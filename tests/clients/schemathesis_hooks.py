@@ -81,7 +81,7 @@ EXCLUSIONS = [
     (
         "ST202", r"^POST /emails(/batch)?$", None,
         r"email address|`html`|`text`|`subject`|`scheduled_at`|`headers|`tags|`attachments|`to`|`reply_to`|"
-        r"`cc`|`bcc`|`from`|recipients|a batch holds|\[\d+\]",
+        r"`cc`|`bcc`|`from`|recipients|a batch holds|\[\d+\]|`template",
         "a send's content rules (RFC 5322 mailboxes in `from`/`to`/`cc`/`bcc`/`reply_to`, `html` "
         "or `text`, one-line subjects of at most 998 bytes, `scheduled_at` phrases 1 minute to 30 "
         "days ahead, reserved headers, unique tag names, attachment sources and sizes) are checked "
@@ -102,6 +102,27 @@ EXCLUSIONS = [
         "`HERALD_SECRET_KEY` (needed by `keep_token`), a token kept by an earlier call (needed "
         "when `api_token` is left out) and the DNS provider's verdict on the token; no request "
         "is valid by its shape alone",
+    ),
+    (
+        "ST202", r"^(PATCH /team|POST /templates|PATCH /templates/\{template_id\})$", "validation_error", r"logo_url",
+        "a logo URL is https, or the address of an image uploaded to this Herald, whose public URL "
+        "may be http: the pattern admits both schemes and the handler tells them apart",
+    ),
+    (
+        "ST202", r"^POST /team/brand-kit/uploads$", None, r"^parse: failed to read headers|PNG, JPEG, GIF or WebP|`file`",
+        "an upload must be a PNG, JPEG, GIF or WebP image of at most 2 MB, known by its first bytes "
+        "(and a part whose name holds control characters cannot be read)",
+    ),
+    (
+        "ST202", r"^(POST|PATCH) /(templates|saved-blocks)", None,
+        r"`html`|`starter`|`document`|`text`|`variables|`content`|`alias`|`from`|`subject`|`reply_to|"
+        r"brand_overrides|document|content|placeholder|declared|alias|template|version",
+        "a template's content is checked by the renderer: exactly one of `html`, `starter` and "
+        "`document`, every `{{key}}` declared and every variable used, fallbacks of the declared "
+        "type, merge-tag formats, a block document's grammar (block types, columns, the preheader, "
+        "show-when rules over the team's properties, topics and segments, repeat groups), brand "
+        "fields, mailbox syntax in `from`/`reply_to`, and an alias free among the team's live "
+        "templates; a saved block's content is a block or section of that grammar",
     ),
     (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",

@@ -189,3 +189,73 @@ async fn a_nul_or_a_ten_megabyte_string_in_any_field_is_refused_and_changes_noth
     }
     assert_eq!(stored(&app).await, before);
 }
+
+/// A small real PNG (1×1, one pixel) with some trailing bytes, so byte-for-byte matters.
+fn png() -> Vec<u8> {
+    let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\x01\0\0\0\x01\x08\x06\0\0\0\x1f\x15\xc4\x89".to_vec();
+    bytes.extend((0u8..=255).cycle().take(5000));
+    bytes
+}
+
+async fn upload(app: &TestApp, key: Option<&str>, name: &str, bytes: &[u8]) -> tests::Answer {
+    let (content_type, body) = tests::multipart(&[(name, Some("logo.png"), bytes)]);
+    let request = match key {
+        Some(key) => app.request_as(key, Method::POST, "/team/brand-kit/uploads"),
+        None => app.request(Method::POST, "/team/brand-kit/uploads"),
+    };
+    Answer::from(request.header("content-type", content_type).body(body).send().await.unwrap()).await
+}
+
+#[tokio::test]
+async fn an_uploaded_logo_is_served_back_byte_for_byte_and_can_be_the_brand_logo() {
+    let app = TestApp::spawn().await;
+    let image = png();
+    let uploaded = upload(&app, None, "file", &image).await;
+    assert_eq!(uploaded.status, 201, "{}", uploaded.body);
+    assert_eq!(uploaded.body["object"], "brand_asset");
+    assert_eq!(uploaded.body["content_type"], "image/png");
+    assert_eq!(uploaded.body["size"], image.len());
+    let logo_url = uploaded.body["logo_url"].as_str().unwrap().to_string();
+    assert!(logo_url.starts_with(&app.state.config.public_url), "{logo_url}");
+
+    // Served without a key, as an image in an email is fetched.
+    let path = logo_url.strip_prefix(&app.state.config.public_url).unwrap();
+    let served = reqwest::Client::new().get(app.url(path)).send().await.unwrap();
+    assert_eq!(served.status(), 200);
+    assert_eq!(served.headers()["content-type"], "image/png");
+    assert_eq!(served.headers()["x-content-type-options"], "nosniff");
+    assert_eq!(served.bytes().await.unwrap().to_vec(), image, "the bytes come back unchanged");
+
+    // The public URL of an upload is a valid logo even where the public URL is not https.
+    let mut kit = brand_kit();
+    kit["logo_url"] = json!(logo_url);
+    let patched = app.patch("/team", json!({ "brand_kit": kit })).await;
+    assert_eq!(patched.status, 200, "{}", patched.body);
+    assert_eq!(patched.body["brand_kit"]["logo_url"], logo_url);
+
+    let missing = reqwest::Client::new().get(app.url(&format!("/brand-assets/{}", uuid::Uuid::now_v7()))).send().await.unwrap();
+    assert_eq!(missing.status(), 404);
+}
+
+#[tokio::test]
+async fn an_upload_that_is_not_an_image_or_too_large_is_refused_and_nothing_is_stored() {
+    let app = TestApp::spawn().await;
+    let svg = br#"<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"/>"#;
+    let refused = upload(&app, None, "file", svg).await;
+    refused.assert_error(400, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "file");
+    let mut huge = png();
+    huge.resize(2 * 1024 * 1024 + 1, 0);
+    let refused = upload(&app, None, "file", &huge).await;
+    refused.assert_error(400, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "file");
+    upload(&app, None, "image", &png()).await.assert_error(422, "missing_required_field");
+    let (_, sending) = app.create_key(json!({ "name": "send", "permission": "sending_access" })).await;
+    upload(&app, Some(&sending), "file", &png()).await.assert_error(401, "restricted_api_key");
+    assert_eq!(app.count("brand_assets").await, 0);
+
+    // Any http URL that is not an upload of this Herald is still refused as a logo.
+    let mut kit = brand_kit();
+    kit["logo_url"] = json!(format!("{}/brand-assets/not-an-id", app.state.config.public_url));
+    app.patch("/team", json!({ "brand_kit": kit })).await.assert_error(400, "validation_error");
+}

@@ -145,10 +145,19 @@ pub struct EmailView {
     /// Size of the bodies and attachments in bytes.
     pub size: i32,
     pub created_at: DateTime<Utc>,
+    /// The template and the exact version the email was rendered from, or `null`.
+    pub template: Nullable<EmailTemplate>,
     /// Per-recipient delivery (retrieve only).
     pub recipients: Nullable<Vec<RecipientView>>,
     /// The email's events, oldest first (retrieve only).
     pub events: Nullable<Vec<TimelineItem>>,
+}
+
+/// The template version a send used.
+#[derive(Object)]
+pub struct EmailTemplate {
+    pub id: String,
+    pub version: i32,
 }
 
 /// A page of emails.
@@ -239,6 +248,12 @@ impl EmailsApi {
         let Body(body, raw) = body;
         let now = Utc::now();
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails", &raw, || async {
+            let mut bodies = [body];
+            let problems = send::apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut bodies, false).await?;
+            if let Some(problems) = problems.into_iter().find(|p| !p.is_empty()) {
+                return Err(send::problems_error(problems));
+            }
+            let [body] = bodies;
             let parsed = send::parse(body, None, now).map_err(send::problems_error)?;
             let facts = send::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed), state.config.is_development()).await?;
             Ok(vec![send::authorize(&caller, &facts, parsed, &state.fetcher, None).await?])
@@ -274,10 +289,13 @@ impl EmailsApi {
             rejected.lock().unwrap_or_else(|e| e.into_inner()).push(BatchRejection { index: index as u32, message });
         };
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails/batch", &raw, || async {
+            let mut items = items;
+            let template_problems = send::apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut items, true).await?;
             let (mut indexes, mut parsed) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
             let mut problems = Vec::new();
-            for (index, item) in items.into_iter().enumerate() {
-                match send::parse(item, Some(index), now) {
+            for ((index, item), found) in items.into_iter().enumerate().zip(template_problems) {
+                let checked = if found.is_empty() { send::parse(item, Some(index), now) } else { Err(found) };
+                match checked {
                     Ok(one) => {
                         indexes.push(index);
                         parsed.push(one);
@@ -600,6 +618,7 @@ fn view(email: Email, recipients: &[Recipient], full: bool) -> EmailView {
         api_key_id: email.api_key_id.map(|id| id.to_string()).into(),
         size: email.size_bytes,
         created_at: email.created_at,
+        template: Nullable(email.template_id.zip(email.template_version).map(|(id, version)| EmailTemplate { id: id.to_string(), version })),
         recipients: Nullable::from(full.then(|| {
             own.iter()
                 .map(|r| RecipientView {

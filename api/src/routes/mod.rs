@@ -2,6 +2,7 @@
 
 pub mod api_keys;
 pub mod audiences;
+pub mod brand_assets;
 pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
@@ -12,9 +13,11 @@ pub mod health;
 pub mod logs;
 pub mod pages;
 pub mod preferences;
+pub mod saved_blocks;
 pub mod segments;
 pub mod suppressions;
 pub mod team;
+pub mod templates;
 pub mod topics;
 pub mod webhooks;
 
@@ -42,6 +45,8 @@ pub enum Tag {
     Webhooks,
     /// The team: plan, sending tier, sender identity and brand kit.
     Team,
+    /// Versioned templates with typed variables, visual block documents, saved blocks and starters.
+    Templates,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -80,6 +85,9 @@ apis!(
         audiences::AudiencesApi,
         webhooks::WebhooksApi,
         team::TeamApi,
+        brand_assets::BrandAssetsApi,
+        templates::TemplatesApi,
+        saved_blocks::SavedBlocksApi,
         pages::PagesApi,
         preferences::PreferencesApi,
     ],

@@ -120,8 +120,9 @@ pub struct SenderIdentity {
 /// The brand templates draw with; `null` fields use Herald's plain default.
 #[derive(Object, Deserialize, Serialize, Clone)]
 pub struct BrandKit {
-    /// An `https` URL.
-    #[oai(validator(max_length = 2048, pattern = r"^https://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,4})?(/\S*)?$"))]
+    /// An `https` URL, or the `logo_url` of an image uploaded with
+    /// `POST /team/brand-kit/uploads` (at `HERALD_PUBLIC_URL`, which may be http).
+    #[oai(validator(max_length = 2048, pattern = r"^https?://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?(/\S*)?$"))]
     pub logo_url: Nullable<String>,
     /// Six-digit hex colour with `#` (`#1A73E8`).
     #[oai(validator(pattern = "^#[0-9A-Fa-f]{6}$"))]
@@ -244,7 +245,7 @@ impl TeamApi {
         };
         let brand_kit = match body.brand_kit {
             None => None,
-            Some(kit) => Some(serde_json::to_value(checked_brand_kit(kit, &raw["brand_kit"])?).map_err(anyhow::Error::from)?),
+            Some(kit) => Some(serde_json::to_value(checked_brand_kit(kit, &raw["brand_kit"], &state.config.public_url)?).map_err(anyhow::Error::from)?),
         };
         if body.ai_assist_enabled == Some(true) {
             return Err(ApiError::new(
@@ -303,10 +304,10 @@ fn checked_address(address: PostalAddressInput) -> ApiResult<PostalAddress> {
 }
 
 /// The brand kit's fields, each of which must be sent (a `null` one means the default).
-const BRAND_KIT_FIELDS: [&str; 8] =
+pub const BRAND_KIT_FIELDS: [&str; 8] =
     ["logo_url", "primary_color", "accent_color", "font", "button_style", "company_name", "address", "footer_text"];
 
-fn checked_brand_kit(kit: BrandKit, raw: &Value) -> ApiResult<BrandKit> {
+fn checked_brand_kit(kit: BrandKit, raw: &Value, public_url: &str) -> ApiResult<BrandKit> {
     let missing: Vec<&str> = BRAND_KIT_FIELDS.iter().copied().filter(|field| raw.get(field).is_none()).collect();
     if !missing.is_empty() {
         let named = missing.iter().map(|field| format!("`{field}`")).collect::<Vec<_>>().join(", ");
@@ -319,42 +320,54 @@ fn checked_brand_kit(kit: BrandKit, raw: &Value) -> ApiResult<BrandKit> {
             .iter()
             .fold(error, |error, field| error.with_error(format!("brand_kit.{field}"), "is required (null means the default)")));
     }
-    if let Some(url) = kit.logo_url.as_deref() {
-        if url.len() > MAX_URL {
-            return Err(ApiError::invalid_field("brand_kit.logo_url", format!("must be at most {MAX_URL} characters")));
+    let field = |name: &str, value: Nullable<String>| -> ApiResult<Nullable<String>> {
+        let checked = value.0.map(|value| checked_brand_field(name, &value, &format!("brand_kit.{name}"), public_url)).transpose()?;
+        Ok(Nullable(checked.flatten()))
+    };
+    Ok(BrandKit {
+        logo_url: field("logo_url", kit.logo_url)?,
+        primary_color: field("primary_color", kit.primary_color)?,
+        accent_color: field("accent_color", kit.accent_color)?,
+        font: Nullable(field("font", Nullable(kit.font.0.map(Choice::into_string)))?.0.map(Choice::new)),
+        button_style: Nullable(field("button_style", Nullable(kit.button_style.0.map(Choice::into_string)))?.0.map(Choice::new)),
+        company_name: field("company_name", kit.company_name)?,
+        address: field("address", kit.address)?,
+        footer_text: field("footer_text", kit.footer_text)?,
+    })
+}
+
+/// One brand field's value (of the brand kit or a template's `brand_overrides`), checked and
+/// normalised: `None` when a text field is blank (the default applies).
+pub fn checked_brand_field(name: &str, value: &str, path: &str, public_url: &str) -> ApiResult<Option<String>> {
+    match name {
+        "logo_url" => {
+            if value.len() > MAX_URL {
+                return Err(ApiError::invalid_field(path, format!("must be at most {MAX_URL} characters")));
+            }
+            let https = value.starts_with("https://")
+                && !value.contains(char::is_whitespace)
+                && reqwest::Url::parse(value).is_ok_and(|url| url.scheme() == "https" && url.host_str().is_some());
+            if !https && !crate::routes::brand_assets::is_asset_url(public_url, value) {
+                return Err(ApiError::invalid_field(path, "must be an https URL or an image uploaded with `POST /team/brand-kit/uploads`"));
+            }
+            Ok(Some(value.to_string()))
         }
-        let https = url.starts_with("https://")
-            && !url.contains(char::is_whitespace)
-            && reqwest::Url::parse(url).is_ok_and(|url| url.scheme() == "https" && url.host_str().is_some());
-        if !https {
-            return Err(ApiError::invalid_field("brand_kit.logo_url", "must be an https URL"));
-        }
-    }
-    for (path, color) in [("brand_kit.primary_color", &kit.primary_color), ("brand_kit.accent_color", &kit.accent_color)] {
-        if let Some(color) = color.as_deref() {
-            let hex = color.strip_prefix('#').is_some_and(|digits| digits.len() == 6 && digits.chars().all(|c| c.is_ascii_hexdigit()));
+        "primary_color" | "accent_color" => {
+            let hex = value.strip_prefix('#').is_some_and(|digits| digits.len() == 6 && digits.chars().all(|c| c.is_ascii_hexdigit()));
             if !hex {
                 return Err(ApiError::invalid_field(path, "must be a six-digit hex colour with `#` (`#1A73E8`)"));
             }
+            Ok(Some(value.to_ascii_uppercase()))
         }
+        "font" if !Font::allows(value) => Err(ApiError::invalid_field(path, format!("must be one of {}, not {value:?}", Font::VALUES.join(", ")))),
+        "button_style" if !ButtonStyle::allows(value) => {
+            Err(ApiError::invalid_field(path, format!("must be one of {}, not {value:?}", ButtonStyle::VALUES.join(", "))))
+        }
+        "font" | "button_style" => Ok(Some(value.to_string())),
+        "company_name" | "address" => Ok(optional_line(path, Nullable(Some(value.to_string())), MAX_LINE)?.0),
+        "footer_text" => Ok(optional_line(path, Nullable(Some(value.to_string())), MAX_FOOTER)?.0),
+        _ => Err(ApiError::invalid_field(path, format!("is not a brand field; the fields are {}", BRAND_KIT_FIELDS.join(", ")))),
     }
-    if let Some(font) = kit.font.as_ref().filter(|font| !Font::allows(font.as_str())) {
-        return Err(ApiError::invalid_field("brand_kit.font", format!("must be one of {}, not {:?}", Font::VALUES.join(", "), font.as_str())));
-    }
-    if let Some(style) = kit.button_style.as_ref().filter(|style| !ButtonStyle::allows(style.as_str())) {
-        return Err(ApiError::invalid_field(
-            "brand_kit.button_style",
-            format!("must be one of {}, not {:?}", ButtonStyle::VALUES.join(", "), style.as_str()),
-        ));
-    }
-    Ok(BrandKit {
-        primary_color: Nullable(kit.primary_color.0.map(|c| c.to_ascii_uppercase())),
-        accent_color: Nullable(kit.accent_color.0.map(|c| c.to_ascii_uppercase())),
-        company_name: optional_line("brand_kit.company_name", kit.company_name, MAX_LINE)?,
-        address: optional_line("brand_kit.address", kit.address, MAX_LINE)?,
-        footer_text: optional_line("brand_kit.footer_text", kit.footer_text, MAX_FOOTER)?,
-        ..kit
-    })
 }
 
 fn view(team: Team) -> TeamView {

@@ -28,6 +28,8 @@ pub struct NewEmail {
     pub scheduled_at: Option<DateTime<Utc>>,
     pub size_bytes: i32,
     pub created_at: DateTime<Utc>,
+    /// The template and the exact version the email was rendered from.
+    pub template: Option<(Uuid, i32)>,
     pub recipients: Vec<NewRecipient>,
     pub attachments: Vec<NewAttachment>,
 }
@@ -101,7 +103,7 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
     }
     query.push(
         "e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
-            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at) ",
+            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version) ",
     );
     query.push_values(emails, |mut row, email| {
         row.push_bind(email.id)
@@ -120,7 +122,9 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
             .push_bind(email.first_event())
             .push_bind(email.scheduled_at)
             .push_bind(email.size_bytes)
-            .push_bind(email.created_at);
+            .push_bind(email.created_at)
+            .push_bind(email.template.map(|(id, _)| id))
+            .push_bind(email.template.map(|(_, version)| version));
     });
     // The recipients reference their email: the CTE's rows exist when the outer insert's
     // foreign keys are checked (at the end of the statement).
@@ -191,10 +195,12 @@ pub struct Email {
     pub failed_reason: Option<String>,
     pub size_bytes: i32,
     pub created_at: DateTime<Utc>,
+    pub template_id: Option<Uuid>,
+    pub template_version: Option<i32>,
 }
 
 const EMAIL_COLUMNS: &str = "id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to,
-    headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at";
+    headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at, template_id, template_version";
 
 const RECIPIENT_COLUMNS: &str = "email_id, position, kind, address, email, status, attempts, last_response";
 

@@ -3,6 +3,7 @@
 
 pub mod api_keys;
 pub mod auth;
+pub mod brand_assets;
 pub mod claims;
 pub mod contacts;
 pub mod domains;
@@ -13,6 +14,7 @@ pub mod imports;
 pub mod jobs;
 pub mod keys;
 pub mod outbox;
+pub mod saved_blocks;
 pub mod metrics;
 pub mod request_logs;
 pub mod segments;
@@ -21,6 +23,7 @@ pub mod sending;
 pub mod shares;
 pub mod suppressions;
 pub mod teams;
+pub mod templates;
 pub mod topics;
 pub mod usage;
 pub mod webhooks;
