@@ -1,6 +1,6 @@
 //! What one render is given, and what it gives back.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// How show-when rules and repeat groups are decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,8 +41,9 @@ pub struct Contact {
     pub fallbacks: HashMap<String, String>,
     /// Every live topic -> whether the contact is effectively opted in.
     pub topics: HashMap<uuid::Uuid, bool>,
-    /// The live segments the contact is in.
-    pub segments: HashSet<uuid::Uuid>,
+    /// Every live segment -> whether the contact is in it. A rule naming a segment missing
+    /// here (deleted since) hides its block, whether it asks for members or non-members.
+    pub segments: HashMap<uuid::Uuid, bool>,
     /// `{{{UNSUBSCRIBE_URL}}}`.
     pub unsubscribe_url: Option<String>,
     /// `{{{PREFERENCES_URL}}}`.

@@ -356,8 +356,8 @@ impl Condition {
                 Some(subscribed) => (subscribed == opt_in).into(),
                 None => Truth::Absent,
             },
-            Condition::Segment(id, member) => match contact {
-                Some(c) => (c.segments.contains(id) == *member).into(),
+            Condition::Segment(id, member) => match contact.and_then(|c| c.segments.get(id)) {
+                Some(inside) => (inside == member).into(),
                 None => Truth::Absent,
             },
             Condition::Field(target, op, expected) => {

@@ -200,7 +200,7 @@ fn pro() -> Contact {
     let mut contact = ada();
     contact.properties = vars(json!({ "plan": "Pro", "seats": 12 }));
     contact.topics = HashMap::from([(topic(), true)]);
-    contact.segments = HashSet::from([segment()]);
+    contact.segments = HashMap::from([(segment(), true)]);
     contact
 }
 
@@ -238,7 +238,7 @@ fn topic_segment_and_contact_field_conditions_are_decided() {
     assert!(sees(&named, &pro(), Mode::PerContact));
     let mut out = pro();
     out.topics.insert(topic(), false);
-    out.segments.clear();
+    out.segments.insert(segment(), false);
     assert!(!sees(&opted_in, &out, Mode::PerContact));
     assert!(!sees(&member, &out, Mode::PerContact));
     assert!(sees(&outsider, &out, Mode::PerContact));
@@ -255,6 +255,7 @@ fn a_deleted_property_topic_or_segment_hides_the_block() {
         { "field": "email", "op": "contains", "value": "@" }
     ] }));
     let by_segment = shown(json!({ "match": "all", "conditions": [ { "segment": segment().to_string() } ] }));
+    let by_non_member = shown(json!({ "match": "all", "conditions": [ { "segment": segment().to_string(), "member": false } ] }));
     assert!(sees(&by_property, &pro(), Mode::PerContact));
     let mut deleted = pro();
     deleted.properties.remove("plan");
@@ -263,6 +264,7 @@ fn a_deleted_property_topic_or_segment_hides_the_block() {
     assert!(!sees(&by_property, &deleted, Mode::PerContact));
     assert!(!sees(&by_topic, &deleted, Mode::PerContact));
     assert!(!sees(&by_segment, &deleted, Mode::PerContact));
+    assert!(!sees(&by_non_member, &deleted, Mode::PerContact), "a deleted segment hides a non-member rule too");
     assert!(sees(&by_topic, &deleted, Mode::Transactional));
 }
 

@@ -334,3 +334,59 @@ async fn a_template_send_arrives_as_multipart_alternative_signed_and_records_its
     lacking.assert_error(422, "missing_required_field");
     assert_eq!(app.count("emails").await, 2);
 }
+
+#[tokio::test]
+async fn a_refused_update_changes_no_version() {
+    let app = TestApp::spawn_unthrottled().await;
+    let id = create(&app, code_template("receipt")).await;
+    app.post(&format!("/templates/{id}/publish"), json!({})).await;
+    let other = create(&app, json!({ "name": "Other", "alias": "other", "html": "<p>x</p>" })).await;
+    let cases: Vec<(Value, u16, &str)> = vec![
+        (json!({ "html": "<p>{{undeclared}}</p>" }), 422, "validation_error"),
+        (json!({ "alias": "other" }), 422, "validation_error"),
+        (json!({ "variables": [{ "key": "name", "type": "list", "fallback_value": 3 }] }), 400, "validation_error"),
+        (json!({ "document": document(json!([{ "type": "marquee" }])) }), 422, "validation_error"),
+        (json!({ "document": document(json!([{ "type": "text", "text": "x" }])), "text": "x" }), 422, "invalid_parameter"),
+    ];
+    for (body, status, name) in cases {
+        app.patch(&format!("/templates/{id}"), body.clone()).await.assert_error(status, name);
+    }
+    assert_eq!(written(&app).await, (2, 2), "no version was opened");
+    let t = app.get(&format!("/templates/{id}")).await.body;
+    assert_eq!((t["alias"].as_str(), t["current_version"].as_i64()), (Some("receipt"), Some(1)));
+    app.patch(&format!("/templates/{other}"), json!({ "alias": null })).await;
+    assert_eq!(app.patch(&format!("/templates/{id}"), json!({ "alias": "other" })).await.status, 200, "a removed alias is free");
+}
+
+#[tokio::test]
+async fn a_batch_renders_each_template_send_and_names_the_bad_one_by_index() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let id = create(app, code_template("receipt")).await;
+    app.post(&format!("/templates/{id}/publish"), json!({})).await;
+    let to = format!("bo@{RECIPIENT_DOMAIN}");
+    let refused = app
+        .post("/emails/batch", json!([
+            { "to": to, "template": { "id": "receipt", "variables": { "order": "1" } } },
+            { "to": to, "template": { "id": "receipt", "variables": { "order": { "nested": true } } } }
+        ]))
+        .await;
+    refused.assert_error(400, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "[1].template.variables.order");
+    assert_eq!(app.count("emails").await, 0);
+
+    let sent = app
+        .post("/emails/batch", json!([
+            { "to": to, "template": { "id": "receipt", "variables": { "order": "1", "total": 9.5 } } },
+            { "to": to, "subject": "Own subject", "template": { "id": id, "variables": { "order": "2", "name": "Bo" } } }
+        ]))
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let first = app.get(&format!("/emails/{}", sent.body["data"][0]["id"].as_str().unwrap())).await.body;
+    assert_eq!(first["subject"], "Receipt for 1");
+    assert_eq!(first["text"], "Hi there, order 1 totals 9.5.");
+    let second = app.get(&format!("/emails/{}", sent.body["data"][1]["id"].as_str().unwrap())).await.body;
+    assert_eq!(second["subject"], "Own subject", "the send's subject wins over the template's");
+    assert_eq!(second["text"], "Hi Bo, order 2 totals 0.");
+    assert_eq!(second["template"]["version"], 1);
+}
