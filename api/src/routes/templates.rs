@@ -129,6 +129,17 @@ pub struct TemplateView {
     pub published_version: Nullable<i32>,
     /// True when the current version is an open (unpublished) draft.
     pub has_unpublished_versions: bool,
+    #[oai(flatten)]
+    pub content: ContentView,
+    /// When the current version was published (`null` while it is a draft).
+    pub published_at: Nullable<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A version's content.
+#[derive(Object)]
+pub struct ContentView {
     pub from: Nullable<String>,
     pub subject: Nullable<String>,
     pub reply_to: Nullable<Vec<String>>,
@@ -138,10 +149,19 @@ pub struct TemplateView {
     /// The block document of a visual template, `null` for a code template.
     pub document: Nullable<Value>,
     pub brand_overrides: Nullable<Value>,
-    /// When the current version was published (`null` while it is a draft).
-    pub published_at: Nullable<DateTime<Utc>>,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
+}
+
+fn content_view(content: Content) -> ContentView {
+    ContentView {
+        variables: template_content::variable_views(&content.variables),
+        from: Nullable(content.from_address),
+        subject: Nullable(content.subject),
+        reply_to: Nullable(content.reply_to),
+        html: Nullable(content.html),
+        text: Nullable(content.text),
+        document: Nullable(content.document),
+        brand_overrides: Nullable(content.brand_overrides),
+    }
 }
 
 /// A template in a list (without its content).
@@ -177,14 +197,8 @@ pub struct VersionView {
     pub template_id: String,
     pub version: i32,
     pub status: Choice<TemplateStatus>,
-    pub from: Nullable<String>,
-    pub subject: Nullable<String>,
-    pub reply_to: Nullable<Vec<String>>,
-    pub html: Nullable<String>,
-    pub text: Nullable<String>,
-    pub variables: Vec<VariableView>,
-    pub document: Nullable<Value>,
-    pub brand_overrides: Nullable<Value>,
+    #[oai(flatten)]
+    pub content: ContentView,
     pub published_at: Nullable<DateTime<Utc>>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -427,14 +441,7 @@ impl TemplatesApi {
             published_at: Nullable(v.published_at),
             created_at: v.created_at,
             updated_at: v.updated_at,
-            from: Nullable(v.content.from_address),
-            subject: Nullable(v.content.subject),
-            reply_to: Nullable(v.content.reply_to),
-            html: Nullable(v.content.html),
-            text: Nullable(v.content.text),
-            variables: template_content::variable_views(&v.content.variables),
-            document: Nullable(v.content.document),
-            brand_overrides: Nullable(v.content.brand_overrides),
+            content: content_view(v.content),
         }))
     }
 
@@ -536,26 +543,17 @@ fn summary(t: Template) -> TemplateSummary {
 }
 
 fn view(t: Template) -> TemplateView {
-    let published_at = t.published_at;
-    let Content { from_address, subject, reply_to, html, text, variables, document, brand_overrides, .. } = t.content;
     TemplateView {
         object: "template".into(),
         id: t.id.to_string(),
-        status: Choice::new(if t.published_version.is_some() { "published" } else { "draft" }),
-        has_unpublished_versions: published_at.is_none(),
+        status: status(&t),
+        has_unpublished_versions: t.published_at.is_none(),
         name: t.name,
         alias: Nullable(t.alias),
         current_version: t.current_version,
         published_version: Nullable(t.published_version),
-        from: Nullable(from_address),
-        subject: Nullable(subject),
-        reply_to: Nullable(reply_to),
-        html: Nullable(html),
-        text: Nullable(text),
-        variables: template_content::variable_views(&variables),
-        document: Nullable(document),
-        brand_overrides: Nullable(brand_overrides),
-        published_at: Nullable(published_at),
+        content: content_view(t.content),
+        published_at: Nullable(t.published_at),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }
