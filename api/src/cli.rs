@@ -37,6 +37,20 @@ pub enum Command {
     },
     /// Show job counts per queue and status, and the failed jobs with their last error.
     Jobs,
+    /// Pause or resume marketing (broadcast) sends for every team.
+    Marketing {
+        #[command(subcommand)]
+        command: MarketingCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum MarketingCommand {
+    /// Stop every broadcast send from starting: `POST /broadcasts/{id}/send` answers 403 until
+    /// resumed; prints { "marketing": "paused" }.
+    Pause,
+    /// Let broadcast sends start again; prints { "marketing": "enabled" }.
+    Resume,
 }
 
 #[derive(Subcommand)]
@@ -77,6 +91,14 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Openapi => {
             print!("{}", crate::openapi_doc::document_json());
+            Ok(())
+        }
+        Command::Marketing { command } => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let enabled = matches!(command, MarketingCommand::Resume);
+            schema::store::broadcasts::set_marketing(&mut *pool.acquire().await?, enabled).await?;
+            println!("{}", json!({ "marketing": if enabled { "enabled" } else { "paused" } }));
             Ok(())
         }
         Command::Migrate => {
@@ -254,6 +276,7 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
         shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
         schedules: true,
         checker,
+        broadcasts: jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone() },
     }
 }
 

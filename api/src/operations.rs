@@ -169,6 +169,17 @@ pub static OPERATIONS: &[Operation] = &[
     op("update-saved-block", Method::PATCH, "/saved-blocks/{saved_block_id}", Access::FullAccess),
     op("delete-saved-block", Method::DELETE, "/saved-blocks/{saved_block_id}", Access::FullAccess),
     op("list-starters", Method::GET, "/starters", Access::SendingAccess),
+    scoped("create-broadcast", Method::POST, "/broadcasts", Access::FullAccess, "broadcasts:write"),
+    scoped("list-broadcasts", Method::GET, "/broadcasts", Access::FullAccess, "broadcasts:read"),
+    scoped("get-broadcast", Method::GET, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:read"),
+    scoped("update-broadcast", Method::PATCH, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:write"),
+    scoped("delete-broadcast", Method::DELETE, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:write"),
+    scoped("send-broadcast", Method::POST, "/broadcasts/{broadcast_id}/send", Access::FullAccess, "broadcasts:write"),
+    scoped("cancel-broadcast", Method::POST, "/broadcasts/{broadcast_id}/cancel", Access::FullAccess, "broadcasts:write"),
+    scoped("duplicate-broadcast", Method::POST, "/broadcasts/{broadcast_id}/duplicate", Access::FullAccess, "broadcasts:write"),
+    scoped("get-broadcast-checklist", Method::GET, "/broadcasts/{broadcast_id}/checklist", Access::FullAccess, "broadcasts:read"),
+    scoped("check-broadcast", Method::POST, "/broadcasts/{broadcast_id}/checks", Access::FullAccess, "broadcasts:read"),
+    scoped("list-broadcast-recipients", Method::GET, "/broadcasts/{broadcast_id}/recipients", Access::FullAccess, "broadcasts:read"),
 ];
 
 /// An operation an OAuth token with `scope` reaches.

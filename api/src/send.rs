@@ -623,6 +623,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
         size_bytes: size.min(i32::MAX as usize) as i32,
         created_at: Utc::now(),
         template: send.template,
+        broadcast_id: None,
         recipients: send
             .recipients
             .into_iter()

@@ -8,6 +8,7 @@ pub mod dns;
 pub mod dns_provider;
 pub mod domains;
 pub mod housekeeping;
+pub mod broadcasts;
 pub mod import_contacts;
 pub mod runtime;
 pub mod schedule;

@@ -203,6 +203,34 @@ impl Compiled {
         if problems.is_empty() { Ok(compiled) } else { Err(problems) }
     }
 
+    /// This template with `other`'s html and text appended to its own (a broadcast's plain
+    /// footer): in the html, before the closing `</body>` of a whole document. The subject is
+    /// this template's.
+    pub fn followed_by(&self, other: &Compiled) -> Compiled {
+        fn join(own: &Option<Program>, more: &Option<Program>, html: bool) -> Option<Program> {
+            let (own, more) = match (own, more) {
+                (Some(own), Some(more)) => (own, more),
+                (own, more) => return own.clone().or_else(|| more.clone()),
+            };
+            let mut nodes = own.nodes.clone();
+            let mut tail = None;
+            if html
+                && let Some(Node::Lit(last)) = nodes.last()
+                && let Some(at) = last.rfind("</body>")
+            {
+                let (before, after) = last.split_at(at);
+                tail = Some(after.to_string());
+                let before = before.to_string();
+                nodes.pop();
+                nodes.push(Node::Lit(before));
+            }
+            nodes.extend(more.nodes.iter().cloned());
+            nodes.extend(tail.map(Node::Lit));
+            Some(Program { nodes, capacity: own.capacity + more.capacity })
+        }
+        Compiled { subject: self.subject.clone(), html: join(&self.html, &other.html, true), text: join(&self.text, &other.text, false) }
+    }
+
     /// Compiles a subject line alone (for documents).
     pub(crate) fn subject_program(subject: &str, problems: &mut Vec<Problem>) -> Program {
         plain(subject, "subject", problems)

@@ -74,8 +74,21 @@ impl Job for ImportContacts {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Fans a broadcast out into one email per recipient, a page at a time; a rerun resumes after
+/// the last page committed.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct SendBroadcast {
+    pub broadcast_id: uuid::Uuid,
+}
+
+impl Job for SendBroadcast {
+    const QUEUE: &'static str = "send_broadcast";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Every queue Herald runs, for operators.
-pub const QUEUES: &[&str] = &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE, ImportContacts::QUEUE];
+pub const QUEUES: &[&str] =
+    &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE, ImportContacts::QUEUE, SendBroadcast::QUEUE];
 
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {

@@ -285,6 +285,11 @@ def create_resources(client, raw, gen, from_domain):
     ids["template_id"] = template["id"]
     ids["version"] = "1"
     expect(raw.post(f"/templates/{template['id']}/publish", json={}), 200, "publish template")
+    broadcast = expect(raw.post("/broadcasts", json={
+        "name": f"gen {run}", "from": f"Generated <generated@{from_domain}>", "subject": "News",
+        "segment_id": segment["id"], "html": "<p>Hi {{{FIRST_NAME|there}}}</p>",
+    }), 201, "create broadcast")
+    ids["broadcast_id"] = broadcast["id"]
 
     event = poll("a webhook event", lambda: expect(raw.get(f"/webhooks/{ids['webhook_id']}/events"), 200, "events")["data"])
     ids["event_id"] = event[0]["id"]

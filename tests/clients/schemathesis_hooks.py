@@ -125,6 +125,15 @@ EXCLUSIONS = [
         "templates; a saved block's content is a block or section of that grammar",
     ),
     (
+        "ST202", r"^(POST|PATCH) /broadcasts", None,
+        r"`from`|`subject`|`reply_to|`html`|`text`|`template|`segment_id`|`topic_id`|`scheduled_at`|"
+        r"cannot be sent|Content checks fail|Only a draft|cannot be canceled|merge|format|currency|date|number",
+        "a broadcast's fields refer to the team's own segments, topics and templates, its merge "
+        "variables' formats are read by the renderer, `scheduled_at` goes with `send: true`, only a "
+        "draft changes, and a send passes the compliance gate (a verified domain, a postal address, a "
+        "live segment, a body) and the content checks: all of it depends on the team's state",
+    ),
+    (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",
         "the spec answers `ai_assist_enabled: true` with 503 service_unavailable until AI assist "
         "is configured; `false` always works",

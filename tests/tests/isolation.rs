@@ -170,6 +170,8 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let template = json!({ "name": "Probe", "alias": format!("probe-{}", team.label), "subject": "Hi", "document": document, "variables": [{ "key": "name" }] });
     let template = created(app, team, "/templates", template).await;
     created(app, team, &format!("/templates/{}/publish", template["id"].as_str().unwrap()), json!({})).await;
+    let broadcast = json!({ "name": "News", "from": format!("News <news@{domain}>"), "subject": "News", "segment_id": segment["id"], "html": "<p>Hi</p>" });
+    created(app, team, "/broadcasts", broadcast).await;
 
     // An import of the same contact (so that it stays the team's only one).
     let csv = format!("email,first_name\n{},Reader\n", team.contact()).into_bytes();

@@ -3,6 +3,7 @@
 pub mod api_keys;
 pub mod audiences;
 pub mod brand_assets;
+pub mod broadcasts;
 pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
@@ -47,6 +48,8 @@ pub enum Tag {
     Team,
     /// Versioned templates with typed variables, visual block documents, saved blocks and starters.
     Templates,
+    /// Broadcasts: one message to a segment, through the compliance gate and content checks.
+    Broadcasts,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -88,6 +91,7 @@ apis!(
         brand_assets::BrandAssetsApi,
         templates::TemplatesApi,
         saved_blocks::SavedBlocksApi,
+        broadcasts::BroadcastsApi,
         pages::PagesApi,
         preferences::PreferencesApi,
     ],

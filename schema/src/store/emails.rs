@@ -30,6 +30,8 @@ pub struct NewEmail {
     pub created_at: DateTime<Utc>,
     /// The template and the exact version the email was rendered from.
     pub template: Option<(Uuid, i32)>,
+    /// The broadcast the email is one recipient's copy of.
+    pub broadcast_id: Option<Uuid>,
     pub recipients: Vec<NewRecipient>,
     pub attachments: Vec<NewAttachment>,
 }
@@ -103,7 +105,7 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
     }
     query.push(
         "e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
-            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version) ",
+            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id) ",
     );
     query.push_values(emails, |mut row, email| {
         row.push_bind(email.id)
@@ -124,7 +126,8 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
             .push_bind(email.size_bytes)
             .push_bind(email.created_at)
             .push_bind(email.template.map(|(id, _)| id))
-            .push_bind(email.template.map(|(_, version)| version));
+            .push_bind(email.template.map(|(_, version)| version))
+            .push_bind(email.broadcast_id);
     });
     // The recipients reference their email: the CTE's rows exist when the outer insert's
     // foreign keys are checked (at the end of the statement).

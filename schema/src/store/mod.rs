@@ -4,6 +4,7 @@
 pub mod api_keys;
 pub mod auth;
 pub mod brand_assets;
+pub mod broadcasts;
 pub mod claims;
 pub mod contacts;
 pub mod domains;

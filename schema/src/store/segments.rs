@@ -181,6 +181,11 @@ pub async fn membership(conn: &mut PgConnection, segment: &Segment) -> sqlx::Res
 }
 
 impl Membership {
+    /// `(filter OR explicitly added)` over the contact `c`, for a query of the store.
+    pub fn push_members(&self, query: &mut QueryBuilder<Postgres>) {
+        self.push_sql(query);
+    }
+
     /// `(filter OR explicitly added)` over the contact `c`.
     fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
         query.push("(");

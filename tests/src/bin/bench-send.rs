@@ -82,6 +82,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
         size_bytes: 60,
         created_at: chrono::Utc::now(),
         template: None,
+        broadcast_id: None,
         recipients: vec![NewRecipient {
             kind: "to",
             address: format!("user{n}@inbox.bench.test"),

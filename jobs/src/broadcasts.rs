@@ -1,0 +1,283 @@
+//! The broadcast fan-out: pages through the segment's members by id, records each page's
+//! recipients (included, or excluded with the reason), renders each included contact's email
+//! per contact, and commits the page's email rows, delivery jobs and the cursor in one
+//! transaction. A worker that dies mid-send leaves a job that resumes after the last committed
+//! page, and a recipient already recorded is never given a second email.
+
+use apalis::prelude::{Attempt, BoxDynError, Data};
+use apalis_postgres::PgTaskId;
+use chrono::Utc;
+use render::{Compiled, Mode};
+use schema::domain::DomainStatus;
+use schema::email::Mailbox;
+use schema::jobs::{Deliver, SendBroadcast};
+use schema::links::{self, Link};
+use schema::store::broadcasts::{self, Broadcast, Resolved};
+use schema::store::emails::{NewEmail, NewRecipient};
+use schema::store::{contacts, domains, emails, segments, teams, templates, usage};
+use serde_json::{Map, Value, json};
+use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
+use std::time::SystemTime;
+use uuid::Uuid;
+
+/// Contacts resolved per transaction.
+pub const PAGE: i64 = 500;
+
+/// What the fan-out needs besides the database: where the hosted pages are.
+#[derive(Debug, Clone)]
+pub struct BroadcastSettings {
+    /// `HERALD_PUBLIC_URL`.
+    pub public_url: String,
+}
+
+/// The job handler.
+pub async fn handle(job: SendBroadcast, pool: Data<PgPool>, settings: Data<BroadcastSettings>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    match run(&pool, &settings, job.broadcast_id).await {
+        Ok(()) => Ok(()),
+        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
+}
+
+/// Sends a broadcast from where it stopped, a page per transaction, until done or canceled.
+pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid) -> anyhow::Result<()> {
+    let link_key = schema::store::keys::get(&mut *pool.acquire().await?, "links").await?.ok_or_else(|| anyhow::anyhow!("no link key yet"))?;
+    let mut prepared: Option<Prepared> = None;
+    loop {
+        let mut tx = pool.begin().await?;
+        let Some(broadcast) = broadcasts::for_job(&mut tx, broadcast_id).await? else { return Ok(()) };
+        if !matches!(broadcast.status.as_str(), "queued" | "scheduled" | "sending") {
+            return Ok(());
+        }
+        if broadcast.scheduled_at.is_some_and(|at| at > Utc::now() + chrono::TimeDelta::seconds(1)) {
+            // Rescheduled later than this job: the job enqueued with the new time runs it.
+            return Ok(());
+        }
+        if prepared.is_none() {
+            match prepare(&mut tx, settings, &broadcast).await? {
+                Ok(ready) => prepared = Some(ready),
+                Err(reason) => {
+                    broadcasts::fail(&mut tx, broadcast.id, &reason).await?;
+                    tx.commit().await?;
+                    return Ok(());
+                }
+            }
+        }
+        let ready = prepared.as_ref().expect("prepared above");
+        let Some(end) = broadcasts::page_end(&mut tx, &broadcast, &ready.membership, broadcast.cursor, PAGE).await? else {
+            broadcasts::set_status(&mut tx, broadcast.id, "sent", broadcast.scheduled_at, None).await?;
+            tx.commit().await?;
+            return Ok(());
+        };
+        let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, broadcast.cursor, PAGE).await?;
+        let (contacts_sent, new_emails): (Vec<Uuid>, Vec<NewEmail>) = page
+            .iter()
+            .filter(|r| r.excluded_reason.is_none())
+            .map(|r| (r.contact_id, ready.email_for(&broadcast, r, &link_key, settings)))
+            .unzip();
+        if !new_emails.is_empty() {
+            let count = usage::Count { team_id: broadcast.team_id, emails: new_emails.len() as i32, now: Utc::now() };
+            let used = emails::insert_many(&mut tx, &new_emails, Some(count)).await?;
+            if let Some(used) = used
+                && (used.over_daily() || used.over_monthly())
+            {
+                drop(tx);
+                let mut conn = pool.acquire().await?;
+                let which = if used.over_daily() { "daily" } else { "monthly" };
+                broadcasts::fail(&mut conn, broadcast.id, &format!("the team's {which} sending quota is used up")).await?;
+                return Ok(());
+            }
+            let pairs: Vec<(Uuid, Uuid)> = contacts_sent.iter().copied().zip(new_emails.iter().map(|e| e.id)).collect();
+            broadcasts::link_emails(&mut tx, broadcast.id, &pairs).await?;
+            let now = SystemTime::now();
+            let jobs: Vec<(Deliver, SystemTime)> = new_emails.iter().map(|e| (Deliver { email_id: e.id }, now)).collect();
+            schema::jobs::enqueue_many(&mut tx, &jobs).await?;
+        }
+        broadcasts::advance(&mut tx, broadcast.id, end).await?;
+        tx.commit().await?;
+    }
+}
+
+/// What every page of one run shares: the membership, the compiled content, the sender.
+struct Prepared {
+    membership: segments::Membership,
+    compiled: Compiled,
+    has_html: bool,
+    has_text: bool,
+    template: Option<(Uuid, i32)>,
+    variables: Map<String, Value>,
+    fallbacks: HashMap<String, String>,
+    domain_id: Uuid,
+    domain_name: String,
+    return_path: String,
+    from: Mailbox,
+}
+
+/// Loads what the send needs; `Err(reason)` when the broadcast cannot continue.
+async fn prepare(conn: &mut PgConnection, _settings: &BroadcastSettings, broadcast: &Broadcast) -> anyhow::Result<Result<Prepared, String>> {
+    let Some(segment_id) = broadcast.segment_id else { return Ok(Err("the broadcast has no segment".into())) };
+    let Some(segment) = segments::get(conn, broadcast.team_id, segment_id).await? else {
+        return Ok(Err("the segment was deleted".into()));
+    };
+    let membership = segments::membership(conn, &segment).await?;
+    let Ok(from) = Mailbox::parse(&broadcast.from_header) else { return Ok(Err("`from` is not an address".into())) };
+    let domain = domains::find_by_name(conn, broadcast.team_id, from.domain()).await?;
+    let Some(domain) = domain.filter(|d| d.status == DomainStatus::Verified && d.sending_enabled) else {
+        return Ok(Err(format!("{} is no longer a verified sending domain of the team", from.domain())));
+    };
+    let team = teams::get(conn, broadcast.team_id).await?.ok_or_else(|| anyhow::anyhow!("team gone"))?;
+    let address = postal_address(team.postal_address.as_ref());
+    let mut variables = Map::new();
+    let (compiled, has_html, has_text, template) = match broadcast.template_id {
+        Some(template_id) => {
+            let sendable = templates::for_send(conn, broadcast.team_id, &[template_id.to_string()]).await?;
+            let Some(t) = sendable.into_iter().next().filter(|t| t.version.is_some()) else {
+                return Ok(Err("the template has no published version".into()));
+            };
+            for variable in t.variables.as_ref().and_then(Value::as_array).into_iter().flatten() {
+                if let (Some(key), Some(fallback)) = (variable["key"].as_str(), variable.get("fallback_value").filter(|f| !f.is_null())) {
+                    variables.insert(key.to_string(), fallback.clone());
+                }
+            }
+            let compiled: Compiled = serde_json::from_value(t.compiled.clone().unwrap_or_default())?;
+            // A template's own unsubscribe link is its business; the footer goes only on
+            // bodies without one (checked on the compiled merge keys).
+            let needs_footer = !has_unsubscribe(&compiled);
+            let compiled = if needs_footer { with_footer_program(compiled, &broadcast.subject, &address)? } else { compiled };
+            (compiled, t.has_html || needs_footer, t.has_text || needs_footer, Some((template_id, t.version.unwrap_or(1))))
+        }
+        None => {
+            let (html, text) = with_footer(broadcast.html.as_deref(), broadcast.text.as_deref(), &address);
+            let compiled = Compiled::from_parts(Some(&broadcast.subject), html.as_deref(), text.as_deref())
+                .map_err(|p| anyhow::anyhow!("content no longer compiles: {:?}", p.first()))?;
+            (compiled, html.is_some(), text.is_some(), None)
+        }
+    };
+    let fallbacks = contacts::properties(conn, broadcast.team_id)
+        .await?
+        .into_iter()
+        .filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?)))
+        .collect();
+    Ok(Ok(Prepared {
+        membership,
+        compiled,
+        has_html,
+        has_text,
+        template,
+        variables,
+        fallbacks,
+        domain_id: domain.id,
+        domain_name: domain.name.clone(),
+        return_path: format!("{}.{}", domain.custom_return_path, domain.name),
+        from,
+    }))
+}
+
+fn fallback_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Null => None,
+        other => Some(other.to_string()),
+    }
+}
+
+/// The team's postal address on one line.
+fn postal_address(value: Option<&Value>) -> String {
+    let Some(address) = value else { return String::new() };
+    ["line1", "line2", "city", "state", "postal_code", "country"]
+        .iter()
+        .filter_map(|field| address.get(*field).and_then(Value::as_str).filter(|s| !s.is_empty()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn mentions_unsubscribe(body: &str) -> bool {
+    let upper = body.to_ascii_uppercase();
+    upper.contains("{{{UNSUBSCRIBE_URL") || upper.contains("{{{PREFERENCES_URL")
+}
+
+fn has_unsubscribe(compiled: &Compiled) -> bool {
+    compiled.merge_keys().iter().any(|k| k.eq_ignore_ascii_case("UNSUBSCRIBE_URL") || k.eq_ignore_ascii_case("PREFERENCES_URL"))
+}
+
+/// Appends the plain footer (an unsubscribe link and the postal address) to bodies that have
+/// neither `{{{UNSUBSCRIBE_URL}}}` nor `{{{PREFERENCES_URL}}}`.
+fn with_footer(html: Option<&str>, text: Option<&str>, address: &str) -> (Option<String>, Option<String>) {
+    let own = html.is_some_and(mentions_unsubscribe) || text.is_some_and(mentions_unsubscribe);
+    if own {
+        return (html.map(str::to_string), text.map(str::to_string));
+    }
+    let escaped = address.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
+    let html_footer = format!(
+        "<p style=\"margin:24px 0 0;font-size:12px;color:#6b7280;\"><a href=\"{{{{{{UNSUBSCRIBE_URL}}}}}}\" style=\"color:#6b7280;\">Unsubscribe</a><br>{escaped}</p>"
+    );
+    let html = html.map(|html| match html.rfind("</body>") {
+        Some(at) => format!("{}{html_footer}{}", &html[..at], &html[at..]),
+        None => format!("{html}{html_footer}"),
+    });
+    let text = text.map(|text| format!("{text}\n\n--\nUnsubscribe: {{{{{{UNSUBSCRIBE_URL}}}}}}\n{address}\n"));
+    (html, text)
+}
+
+/// A compiled template with the plain footer appended to each body.
+fn with_footer_program(compiled: Compiled, subject: &str, address: &str) -> anyhow::Result<Compiled> {
+    let (html, text) = with_footer(Some(""), Some(""), address);
+    let footer = Compiled::from_parts(Some(subject), html.as_deref(), text.as_deref()).map_err(|p| anyhow::anyhow!("footer: {:?}", p.first()))?;
+    Ok(compiled.followed_by(&footer))
+}
+
+impl Prepared {
+    /// One contact's email.
+    fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
+        let public = settings.public_url.trim_end_matches('/');
+        let unsubscribe_url = format!("{public}/unsubscribe/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: broadcast.topic_id }));
+        let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: None }));
+        let topics = resolved
+            .topics
+            .as_object()
+            .map(|map| map.iter().filter_map(|(id, v)| Some((Uuid::parse_str(id).ok()?, v.as_bool()?))).collect())
+            .unwrap_or_default();
+        let contact = render::Contact {
+            email: resolved.email.clone(),
+            first_name: resolved.first_name.clone(),
+            last_name: resolved.last_name.clone(),
+            unsubscribed: false,
+            created_at: Some(resolved.created_at),
+            properties: resolved.properties.as_object().cloned().unwrap_or_default(),
+            fallbacks: self.fallbacks.clone(),
+            topics,
+            segments: broadcast.segment_id.map(|id| HashMap::from([(id, true)])).unwrap_or_default(),
+            unsubscribe_url: Some(unsubscribe_url.clone()),
+            preferences_url: Some(preferences_url),
+        };
+        let context = render::Context { variables: &self.variables, contact: Some(&contact), event: None };
+        let rendered = self.compiled.render(&context, Mode::PerContact);
+        let id = schema::ids::new_id();
+        let html = self.has_html.then_some(rendered.html);
+        let text = self.has_text.then_some(rendered.text);
+        let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
+        let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{}?subject=unsubscribe>", self.return_path);
+        NewEmail {
+            id,
+            team_id: broadcast.team_id,
+            api_key_id: None,
+            domain_id: self.domain_id,
+            from_header: broadcast.from_header.clone(),
+            from_email: self.from.key(),
+            subject: rendered.subject.replace(['\r', '\n'], " "),
+            html,
+            text,
+            reply_to: broadcast.reply_to.clone(),
+            headers: json!({ "List-Unsubscribe": list_unsubscribe, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" }),
+            tags: json!({}),
+            message_id: format!("{id}@{}", self.domain_name),
+            scheduled_at: None,
+            size_bytes: size.min(i32::MAX as usize) as i32,
+            created_at: Utc::now(),
+            template: self.template,
+            broadcast_id: Some(broadcast.id),
+            recipients: vec![NewRecipient { kind: "to", address: resolved.email.clone(), email: resolved.email.to_ascii_lowercase(), suppressed: None }],
+            attachments: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! Broadcasts: drafts, the compliance gate in order, content checks, and the fan-out into one
+//! email per recipient delivered over SMTP with one-click unsubscribe headers.
+
+use serde_json::{Value, json};
+use std::time::Duration;
+use tests::mail::{self, RECIPIENT_DOMAIN, SENDING_DOMAIN};
+use tests::{Answer, TestApp, eventually};
+
+fn address() -> Value {
+    json!({ "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" })
+}
+
+async fn segment(app: &TestApp) -> String {
+    let created = app.post("/segments", json!({ "name": "Readers" })).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    created.body["id"].as_str().unwrap().to_string()
+}
+
+fn draft(segment_id: &str) -> Value {
+    json!({
+        "name": "November news",
+        "from": format!("Acme <news@{SENDING_DOMAIN}>"),
+        "subject": "News for {{{FIRST_NAME|friend}}}",
+        "segment_id": segment_id,
+        "html": "<p>Hi {{{FIRST_NAME|friend}}}, your plan is {{{PLAN|basic}}}.</p><p><a href=\"https://acme.example/news\">Read</a></p>",
+        "text": "Hi {{{FIRST_NAME|friend}}}, your plan is {{{PLAN|basic}}}.",
+        "preview_text": "What is new this month",
+    })
+}
+
+async fn status_of(app: &TestApp, id: &str) -> String {
+    app.get(&format!("/broadcasts/{id}")).await.body["status"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_gate_refuses_in_document_order_and_a_refused_send_creates_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let segment_id = segment(app).await;
+    app.post("/contacts", json!({ "email": format!("ada@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }] })).await;
+    let mut body = draft(&segment_id);
+    body["send"] = json!(true);
+
+    // 1. The from domain must be verified.
+    let mut unverified = body.clone();
+    unverified["from"] = json!("news@unverified.example");
+    let refused = app.post("/broadcasts", unverified).await;
+    refused.assert_error(422, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "sending_domain");
+    // 2. The postal address.
+    let refused = app.post("/broadcasts", body.clone()).await;
+    refused.assert_error(422, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "postal_address");
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    // 3. A live segment.
+    let mut no_segment = body.clone();
+    no_segment.as_object_mut().unwrap().remove("segment_id");
+    let refused = app.post("/broadcasts", no_segment).await;
+    assert_eq!((refused.status, refused.body["errors"][0]["path"].as_str()), (422, Some("segment")), "{}", refused.body);
+    // 4. A body.
+    let mut no_body = body.clone();
+    no_body.as_object_mut().unwrap().remove("html");
+    no_body.as_object_mut().unwrap().remove("text");
+    let refused = app.post("/broadcasts", no_body).await;
+    assert_eq!((refused.status, refused.body["errors"][0]["path"].as_str()), (422, Some("body")), "{}", refused.body);
+    // 5. Marketing paused platform-wide.
+    schema::store::broadcasts::set_marketing(&mut app.pool.acquire().await.unwrap(), false).await.unwrap();
+    let refused = app.post("/broadcasts", body.clone()).await;
+    refused.assert_error(403, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "marketing_enabled");
+    schema::store::broadcasts::set_marketing(&mut app.pool.acquire().await.unwrap(), true).await.unwrap();
+    // 6. The team in good standing.
+    sqlx::query("UPDATE teams SET risk_state = 'under_review' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
+    api::auth_cache::settle(&app.pool).await.unwrap();
+    let refused = app.post("/broadcasts", body.clone()).await;
+    refused.assert_error(403, "validation_error");
+    assert_eq!(refused.body["errors"][0]["path"], "team_standing");
+    assert_eq!(app.count("broadcasts").await, 0, "a refused send creates nothing");
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'send_broadcast'").await, 0);
+    sqlx::query("UPDATE teams SET risk_state = 'normal' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
+    api::auth_cache::settle(&app.pool).await.unwrap();
+
+    // The checklist runs the same gate without sending.
+    let saved = app.post("/broadcasts", draft(&segment_id)).await;
+    let id = saved.body["id"].as_str().unwrap();
+    let checklist = app.get(&format!("/broadcasts/{id}/checklist")).await.body;
+    let names: Vec<&str> = checklist["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["sending_domain", "postal_address", "segment", "body", "marketing_enabled", "team_standing"]);
+    assert_eq!(checklist["ready"], true, "{checklist}");
+    assert_eq!(status_of(app, id).await, "draft");
+}
+
+#[tokio::test]
+async fn a_failing_content_check_stops_a_send_until_acknowledged() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    let mut body = draft(&segment_id);
+    body["html"] = json!("<p>Hi {{{FIRST_NAME}}} <a href=\"#\">here</a></p>");
+    let id = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().to_string();
+    let checks = app.post(&format!("/broadcasts/{id}/checks"), json!({})).await.body;
+    assert_eq!(checks["has_failures"], true, "{checks}");
+    let refused = app.post(&format!("/broadcasts/{id}/send"), json!({})).await;
+    refused.assert_error(422, "validation_error");
+    let links = refused.body["details"]["checks"].as_array().unwrap().iter().find(|c| c["name"] == "links").unwrap().clone();
+    assert_eq!(links["status"], "fail");
+    assert_eq!(status_of(app, &id).await, "draft");
+    let sent = app.post(&format!("/broadcasts/{id}/send"), json!({ "acknowledge_checks": true })).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_ne!(status_of(app, &id).await, "draft");
+}
+
+#[tokio::test]
+async fn bad_drafts_and_changes_to_sent_broadcasts_are_refused() {
+    let app = TestApp::spawn_unthrottled().await;
+    let segment_id = segment(&app).await;
+    let mut scheduled_without_send = draft(&segment_id);
+    scheduled_without_send["scheduled_at"] = json!("in 2 hours");
+    app.post("/broadcasts", scheduled_without_send).await.assert_error(422, "invalid_parameter");
+    let mut unknown_segment = draft(&segment_id);
+    unknown_segment["segment_id"] = json!(uuid::Uuid::now_v7().to_string());
+    app.post("/broadcasts", unknown_segment).await.assert_error(422, "invalid_parameter");
+    let mut unknown_topic = draft(&segment_id);
+    unknown_topic["topic_id"] = json!(uuid::Uuid::now_v7().to_string());
+    app.post("/broadcasts", unknown_topic).await.assert_error(422, "invalid_parameter");
+    let mut bad_format = draft(&segment_id);
+    bad_format["html"] = json!("<p>{{{TOTAL|0|currency:usd}}}</p>");
+    app.post("/broadcasts", bad_format).await.assert_error(422, "validation_error");
+    let mut missing = draft(&segment_id);
+    missing.as_object_mut().unwrap().remove("subject");
+    app.post("/broadcasts", missing).await.assert_error(422, "missing_required_field");
+    assert_eq!(app.count("broadcasts").await, 0);
+
+    let id = app.post("/broadcasts", draft(&segment_id)).await.body["id"].as_str().unwrap().to_string();
+    let renamed = app.patch(&format!("/broadcasts/{id}"), json!({ "name": "Renamed", "audience_id": segment_id })).await;
+    assert_eq!(renamed.status, 200, "{}", renamed.body);
+    let read = app.get(&format!("/broadcasts/{id}")).await.body;
+    assert_eq!((read["name"].as_str(), read["audience_id"].as_str()), (Some("Renamed"), Some(segment_id.as_str())));
+    let copy = app.post(&format!("/broadcasts/{id}/duplicate"), json!({})).await;
+    assert_eq!(copy.status, 201);
+    sqlx::query("UPDATE broadcasts SET status = 'sent' WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
+    app.patch(&format!("/broadcasts/{id}"), json!({ "name": "Again" })).await.assert_error(422, "validation_error");
+    app.delete(&format!("/broadcasts/{id}")).await.assert_error(422, "validation_error");
+    app.post(&format!("/broadcasts/{id}/cancel"), json!({})).await.assert_error(422, "validation_error");
+    assert_eq!(app.get(&format!("/broadcasts/{id}")).await.body["name"], "Renamed");
+    let listed = app.get("/broadcasts?status=sent").await.body;
+    assert_eq!(listed["data"].as_array().unwrap().len(), 1);
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let theirs = app.request_as(&other, reqwest::Method::GET, &format!("/broadcasts/{id}")).send().await.unwrap();
+    Answer::from(theirs).await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn a_send_fans_out_one_personalised_email_per_recipient_with_unsubscribe_headers() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    let topic = app.post("/topics", json!({ "name": "News", "default_subscription": "opt_in" })).await.body["id"].as_str().unwrap().to_string();
+    app.post("/contact-properties", json!({ "key": "plan", "type": "string" })).await;
+    let contacts = 120;
+    for i in 0..contacts {
+        let body = json!({ "email": format!("reader{i}@{RECIPIENT_DOMAIN}"), "first_name": format!("Reader{i}"),
+            "properties": { "plan": if i % 2 == 0 { "pro" } else { "free" } }, "segments": [{ "id": segment_id }] });
+        assert_eq!(app.post("/contacts", body).await.status, 201);
+    }
+    app.post("/contacts", json!({ "email": format!("gone@{RECIPIENT_DOMAIN}"), "unsubscribed": true, "segments": [{ "id": segment_id }] })).await;
+    app.post("/contacts", json!({ "email": format!("quiet@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }], "topics": [{ "id": topic, "subscription": "opt_out" }] })).await;
+    app.post("/contacts", json!({ "email": format!("blocked@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }] })).await;
+    app.post("/suppressions", json!({ "email": format!("blocked@{RECIPIENT_DOMAIN}") })).await;
+
+    let mut body = draft(&segment_id);
+    body["topic_id"] = json!(topic);
+    body["send"] = json!(true);
+    let created = app.post("/broadcasts", body).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let messages = mail.sink.wait_for(contacts, Duration::from_secs(60)).await;
+    assert_eq!(messages.len(), contacts);
+    eventually(|| async { (status_of(app, &id).await == "sent").then_some(()) }).await;
+
+    let read = app.get(&format!("/broadcasts/{id}")).await.body;
+    assert_eq!(read["counts"]["recipients"], contacts + 3);
+    assert_eq!(read["counts"]["excluded"], 3);
+    assert_eq!(read["counts"]["sent"], contacts);
+    let excluded = app.get(&format!("/broadcasts/{id}/recipients?type=unsubscribed")).await.body;
+    let mut reasons: Vec<&str> = excluded["data"].as_array().unwrap().iter().map(|r| r["excluded_reason"].as_str().unwrap()).collect();
+    reasons.sort();
+    assert_eq!(reasons, ["topic_opt_out", "unsubscribed"]);
+    let suppressed = app.get(&format!("/broadcasts/{id}/recipients?type=suppressed")).await.body;
+    assert_eq!(suppressed["data"][0]["excluded_reason"], "suppressed");
+
+    // Each email is the contact's own: merge variables, the footer, both unsubscribe headers.
+    let one = messages.iter().find(|m| m.rcpt_to[0] == format!("reader7@{RECIPIENT_DOMAIN}")).unwrap();
+    let list_unsubscribe = one.header("List-Unsubscribe").unwrap();
+    assert!(list_unsubscribe.contains("/unsubscribe/") && list_unsubscribe.contains("mailto:"), "{list_unsubscribe}");
+    assert_eq!(one.header("List-Unsubscribe-Post").as_deref(), Some("List-Unsubscribe=One-Click"));
+    tests::clients::dkimpy_verify(&one.data, &mail::dkim_public_key(&mail.domain)).expect("the signature verifies");
+    let recipients = app.get(&format!("/broadcasts/{id}/recipients?type=sent&limit=100")).await.body;
+    assert_eq!((recipients["data"].as_array().unwrap().len(), recipients["has_more"].as_bool()), (100, Some(true)));
+    let email_id: uuid::Uuid = sqlx::query_scalar("SELECT email_id FROM broadcast_recipients WHERE email = $1")
+        .bind(format!("reader7@{RECIPIENT_DOMAIN}"))
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    let email = app.get(&format!("/emails/{email_id}")).await.body;
+    assert_eq!(email["subject"], "News for Reader7");
+    assert!(email["text"].as_str().unwrap().starts_with("Hi Reader7, your plan is free."), "{}", email["text"]);
+    assert!(email["text"].as_str().unwrap().contains("1 Main St, Springfield, 62701, US"), "the footer carries the postal address");
+    assert!(email["html"].as_str().unwrap().contains("/unsubscribe/"), "the footer links to unsubscribe");
+
+    // The one-click POST from the arrived header leaves the broadcast's topic.
+    let url = list_unsubscribe.split(['<', '>']).find(|part| part.starts_with("http")).unwrap().to_string();
+    let path = url.split_once("://").unwrap().1.split_once('/').unwrap().1;
+    let posted = reqwest::Client::new().post(app.url(&format!("/{path}"))).body("List-Unsubscribe=One-Click").header("content-type", "application/x-www-form-urlencoded").send().await.unwrap();
+    assert!(posted.status().is_success(), "{}", posted.status());
+    let contact = app.get(&format!("/contacts/reader7@{RECIPIENT_DOMAIN}/topics")).await.body;
+    assert_eq!(contact["data"][0]["subscription"], "opt_out", "{contact}");
+}
