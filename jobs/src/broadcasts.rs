@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::time::SystemTime;
 use uuid::Uuid;
 
-/// Contacts resolved per transaction.
+/// Contacts resolved per transaction (the default of [`BroadcastSettings::page_size`]).
 pub const PAGE: i64 = 500;
 
 /// What the fan-out needs besides the database: where the hosted pages are.
@@ -29,6 +29,8 @@ pub const PAGE: i64 = 500;
 pub struct BroadcastSettings {
     /// `HERALD_PUBLIC_URL`.
     pub public_url: String,
+    /// Contacts resolved per transaction ([`PAGE`]).
+    pub page_size: i64,
 }
 
 /// The job handler.
@@ -64,12 +66,12 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             }
         }
         let ready = prepared.as_ref().expect("prepared above");
-        let Some(end) = broadcasts::page_end(&mut tx, &broadcast, &ready.membership, broadcast.cursor, PAGE).await? else {
+        let Some(end) = broadcasts::page_end(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size).await? else {
             broadcasts::set_status(&mut tx, broadcast.id, "sent", broadcast.scheduled_at, None).await?;
             tx.commit().await?;
             return Ok(());
         };
-        let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, broadcast.cursor, PAGE).await?;
+        let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size).await?;
         let (contacts_sent, new_emails): (Vec<Uuid>, Vec<NewEmail>) = page
             .iter()
             .filter(|r| r.excluded_reason.is_none())

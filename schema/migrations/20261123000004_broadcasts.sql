@@ -49,3 +49,8 @@ CREATE TABLE broadcast_recipients (
 
 ALTER TABLE emails ADD COLUMN broadcast_id uuid;
 CREATE INDEX emails_broadcast_idx ON emails (broadcast_id) WHERE broadcast_id IS NOT NULL;
+
+-- The marketing meter: broadcast emails a team may create in a calendar month (UTC); null is
+-- no meter.
+ALTER TABLE plans ADD COLUMN marketing_monthly integer;
+UPDATE plans SET marketing_monthly = CASE code WHEN 'free' THEN 2000 WHEN 'pro' THEN 250000 ELSE NULL END;

@@ -218,3 +218,73 @@ async fn a_send_fans_out_one_personalised_email_per_recipient_with_unsubscribe_h
     let contact = app.get(&format!("/contacts/reader7@{RECIPIENT_DOMAIN}/topics")).await.body;
     assert_eq!(contact["data"][0]["subscription"], "opt_out", "{contact}");
 }
+
+#[tokio::test]
+async fn two_runs_of_the_fan_out_at_once_give_each_recipient_exactly_one_email() {
+    // No workers: the test runs the job itself, twice at once (as when a worker's claim on the
+    // job expired while it still ran), a page of 25 contacts at a time.
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    let contacts = 130;
+    sqlx::query(
+        "INSERT INTO contacts (id, team_id, email, first_name)
+         SELECT gen_random_uuid(), $1, 'r' || n || '@inbox.test', 'R' || n FROM generate_series(1, $2) n",
+    )
+    .bind(app.team_id)
+    .bind(contacts)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO segment_members (segment_id, contact_id) SELECT $1::uuid, id FROM contacts WHERE team_id = $2")
+        .bind(&segment_id)
+        .bind(app.team_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let mut body = draft(&segment_id);
+    body["send"] = json!(true);
+    let id: uuid::Uuid = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().parse().unwrap();
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25 };
+    let (first, second) = tokio::join!(
+        jobs::broadcasts::run(&app.pool, &settings, id),
+        jobs::broadcasts::run(&app.pool, &settings, id)
+    );
+    first.unwrap();
+    second.unwrap();
+    // A third run, after the end, changes nothing.
+    jobs::broadcasts::run(&app.pool, &settings, id).await.unwrap();
+    let per_contact: Vec<i64> = sqlx::query_scalar(
+        "SELECT count(*) FROM email_recipients r JOIN emails e ON e.id = r.email_id WHERE e.broadcast_id = $1 GROUP BY r.email",
+    )
+    .bind(id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(per_contact.len(), contacts as usize);
+    assert!(per_contact.iter().all(|n| *n == 1), "{per_contact:?}");
+    assert_eq!(app.count(&format!("emails WHERE broadcast_id = '{id}'")).await, i64::from(contacts));
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'deliver'").await, i64::from(contacts));
+    assert_eq!(status_of(app, &id.to_string()).await, "sent");
+}
+
+#[tokio::test]
+async fn a_send_past_the_marketing_meter_is_429_without_retry_after_and_changes_nothing() {
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    sqlx::query("UPDATE plans SET marketing_monthly = 3 WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    let segment_id = segment(app).await;
+    for i in 0..4 {
+        app.post("/contacts", json!({ "email": format!("m{i}@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }] })).await;
+    }
+    let id = app.post("/broadcasts", draft(&segment_id)).await.body["id"].as_str().unwrap().to_string();
+    let refused = app.post(&format!("/broadcasts/{id}/send"), json!({})).await;
+    refused.assert_error(429, "marketing_quota_exceeded");
+    assert!(refused.header("retry-after").is_none());
+    assert_eq!(status_of(app, &id).await, "draft");
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'send_broadcast'").await, 0);
+    sqlx::query("UPDATE plans SET marketing_monthly = 4 WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    assert_eq!(app.post(&format!("/broadcasts/{id}/send"), json!({})).await.status, 200);
+}

@@ -660,6 +660,22 @@ async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: &Bro
         ))
         .with_details(details));
     }
+    // The marketing meter: the segment's members now, on top of this month's broadcast emails.
+    let (allowance, used) = broadcasts::marketing_meter(conn, team_id).await?;
+    if let Some(allowance) = allowance {
+        let segment = segments::get(conn, team_id, b.segment_id.unwrap_or_default()).await?.ok_or_else(|| ApiError::not_found("Segment"))?;
+        let membership = segments::membership(conn, &segment).await?;
+        let members = segments::count_members(conn, team_id, &membership).await?;
+        if used + members > i64::from(allowance) {
+            return Err(ApiError::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "marketing_quota_exceeded",
+                format!(
+                    "The team's plan allows {allowance} broadcast emails a month; {used} are used and this segment has {members} contacts. The meter resets at the start of next month or with a plan change."
+                ),
+            ));
+        }
+    }
     let status = if scheduled_at.is_some() { "scheduled" } else { "queued" };
     broadcasts::set_status(conn, b.id, status, scheduled_at, None).await?;
     let at = scheduled_at.map_or_else(SystemTime::now, SystemTime::from);

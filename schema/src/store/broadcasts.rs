@@ -349,3 +349,17 @@ pub async fn recipients(conn: &mut PgConnection, id: Uuid, page: &PageRequest, k
     let rows = query.build_query_as().fetch_all(conn).await?;
     Ok(page.finish(rows))
 }
+
+/// The marketing meter of a team: its plan's monthly allowance (`None`: no meter) and the
+/// broadcast emails created this calendar month (UTC).
+pub async fn marketing_meter(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<(Option<i32>, i64)> {
+    sqlx::query_as(
+        "SELECT p.marketing_monthly,
+                (SELECT count(*) FROM emails e WHERE e.team_id = t.id AND e.broadcast_id IS NOT NULL
+                     AND e.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC')
+         FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1",
+    )
+    .bind(team_id)
+    .fetch_one(conn)
+    .await
+}
