@@ -288,3 +288,36 @@ async fn a_send_past_the_marketing_meter_is_429_without_retry_after_and_changes_
     sqlx::query("UPDATE plans SET marketing_monthly = 4 WHERE code = 'pro'").execute(&app.pool).await.unwrap();
     assert_eq!(app.post(&format!("/broadcasts/{id}/send"), json!({})).await.status, 200);
 }
+
+#[tokio::test]
+async fn a_canceled_broadcast_creates_no_email_and_a_scheduled_one_waits_for_its_time() {
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    app.post("/contacts", json!({ "email": format!("c@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }] })).await;
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25 };
+
+    // Scheduled: the job does nothing before its time, and a cancel stops it for good.
+    let id = app.post("/broadcasts", draft(&segment_id)).await.body["id"].as_str().unwrap().to_string();
+    let scheduled = app.post(&format!("/broadcasts/{id}/send"), json!({ "scheduled_at": "in 2 hours" })).await;
+    assert_eq!(scheduled.status, 200, "{}", scheduled.body);
+    assert_eq!(status_of(app, &id).await, "scheduled");
+    assert!(!app.get(&format!("/broadcasts/{id}")).await.body["scheduled_at"].is_null());
+    jobs::broadcasts::run(&app.pool, &settings, id.parse().unwrap()).await.unwrap();
+    assert_eq!(app.count("emails").await, 0, "not before its time");
+    assert_eq!(app.post(&format!("/broadcasts/{id}/cancel"), json!({})).await.status, 200);
+    assert_eq!(status_of(app, &id).await, "canceled");
+    sqlx::query("UPDATE broadcasts SET scheduled_at = now() WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
+    jobs::broadcasts::run(&app.pool, &settings, id.parse().unwrap()).await.unwrap();
+    assert_eq!(app.count("emails").await, 0, "a canceled broadcast sends nothing");
+
+    // Queued, then canceled before the job ran.
+    let id = app.post("/broadcasts", draft(&segment_id)).await.body["id"].as_str().unwrap().to_string();
+    app.post(&format!("/broadcasts/{id}/send"), json!({})).await;
+    assert_eq!(status_of(app, &id).await, "queued");
+    app.post(&format!("/broadcasts/{id}/cancel"), json!({})).await;
+    jobs::broadcasts::run(&app.pool, &settings, id.parse().unwrap()).await.unwrap();
+    assert_eq!(app.count("emails").await, 0);
+    assert_eq!(app.count("broadcast_recipients").await, 0);
+}
