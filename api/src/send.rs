@@ -313,13 +313,13 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
 /// send's index in a batch.
 pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut [SendEmail], indexed: bool) -> ApiResult<Vec<Vec<Problem>>> {
     let mut problems: Vec<Vec<Problem>> = sends.iter().map(|_| Vec::new()).collect();
-    let keys: Vec<String> = sends.iter().filter_map(|s| s.template.as_ref()?.id.0.clone()).collect();
     if sends.iter().all(|s| s.template.is_none()) {
         return Ok(problems);
     }
+    let keys: Vec<String> = sends.iter().filter_map(|s| s.template.as_ref()?.id.0.clone()).collect();
     let found = if keys.is_empty() { Vec::new() } else { schema::store::templates::for_send(conn, team_id, &keys).await? };
     for (i, send) in sends.iter_mut().enumerate() {
-        let Some(template) = send.template.take() else { continue };
+        let Some(template) = send.template.clone() else { continue };
         let mut p = Problems { prefix: if indexed { format!("[{i}].") } else { String::new() }, list: Vec::new() };
         for (given, path) in [(send.html.is_some(), "html"), (send.text.is_some(), "text")] {
             if given {
@@ -355,7 +355,6 @@ pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut
                     send.reply_to = rendered.reply_to.map(Addresses::Many);
                 }
                 send.rendered_from = Some((rendered.template_id, rendered.version));
-                send.template = Some(TemplateIn { id: Required(Some(key.to_string())), variables: None });
             }
             Err(problem) => {
                 problems[i] = vec![Problem { status: problem.status, name: problem.name, path: problem.path, message: problem.message }];

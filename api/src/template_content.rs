@@ -149,6 +149,14 @@ pub async fn compile(conn: &mut PgConnection, public_url: &str, team_id: Uuid, i
     if input.document.is_some() && input.text.is_some() {
         return Err(ApiError::invalid_parameter("text", "a visual template's text is compiled from its document"));
     }
+    for (path, header) in input.from.iter().map(|f| ("from".to_string(), f)).chain(input.reply_to.iter().flatten().enumerate().map(|(i, r)| (format!("reply_to[{i}]"), r))) {
+        check_header_length(&path, header)?;
+    }
+    if let Some(document) = &input.document
+        && document.to_string().len() > rules::MAX_BODY_BYTES
+    {
+        return Err(ApiError::invalid_field("document", "must be at most 2 MB"));
+    }
     if let Some(from) = &input.from
         && !has_placeholder(from)
     {
@@ -219,6 +227,14 @@ pub async fn compile(conn: &mut PgConnection, public_url: &str, team_id: Uuid, i
     })
 }
 
+/// A header field (`from`, a `reply_to` address) fits one 998-byte header line.
+pub fn check_header_length(path: &str, value: &str) -> ApiResult<()> {
+    if value.len() > 998 {
+        return Err(ApiError::invalid_field(path, "must be at most 998 bytes"));
+    }
+    Ok(())
+}
+
 fn has_placeholder(text: &str) -> bool {
     text.contains("{{")
 }
@@ -260,11 +276,15 @@ fn checked_variables(list: &[VariableIn]) -> ApiResult<Vec<(String, String, Valu
         let fits = match (kind, &fallback) {
             (_, Value::Null) => true,
             ("string", Value::String(text)) => text.chars().count() <= MAX_VALUE_CHARS,
-            ("number", Value::Number(_)) | ("boolean", Value::Bool(_)) | ("object", Value::Object(_)) | ("list", Value::Array(_)) => true,
+            ("object", Value::Object(_)) | ("list", Value::Array(_)) => fallback.to_string().chars().count() <= MAX_VALUE_CHARS,
+            ("number", Value::Number(_)) | ("boolean", Value::Bool(_)) => true,
             _ => false,
         };
         if !fits {
-            return Err(ApiError::invalid_field(&format!("{path}.fallback_value"), format!("must be a {kind} (or null)")));
+            return Err(ApiError::invalid_field(
+                &format!("{path}.fallback_value"),
+                format!("must be a {kind} (or null) of at most {MAX_VALUE_CHARS} characters"),
+            ));
         }
         out.push((key.to_string(), kind.to_string(), fallback));
     }
@@ -332,6 +352,9 @@ fn collect_saved_ids(value: &Value, out: &mut Vec<Uuid>) {
 
 /// Compiles a saved block's content on its own (inside a one-section document) to check it.
 pub async fn check_saved_block(conn: &mut PgConnection, team_id: Uuid, kind: &str, content: &Value) -> ApiResult<()> {
+    if content.to_string().len() > rules::MAX_BODY_BYTES {
+        return Err(ApiError::invalid_field("content", "must be at most 2 MB"));
+    }
     let section = if kind == "section" { content.clone() } else { json!({ "columns": [{ "blocks": [content] }] }) };
     let document = json!({ "kind": "svc.blocks", "version": 1, "lang": "en", "sections": [section] });
     let catalog = catalog(conn, team_id, &document).await?;

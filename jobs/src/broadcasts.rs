@@ -56,7 +56,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             return Ok(());
         }
         if prepared.is_none() {
-            match prepare(&mut tx, settings, &broadcast).await? {
+            match prepare(&mut tx, &broadcast).await? {
                 Ok(ready) => prepared = Some(ready),
                 Err(reason) => {
                     broadcasts::fail(&mut tx, broadcast.id, &reason).await?;
@@ -116,7 +116,7 @@ struct Prepared {
 }
 
 /// Loads what the send needs; `Err(reason)` when the broadcast cannot continue.
-async fn prepare(conn: &mut PgConnection, _settings: &BroadcastSettings, broadcast: &Broadcast) -> anyhow::Result<Result<Prepared, String>> {
+async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Result<Result<Prepared, String>> {
     let Some(segment_id) = broadcast.segment_id else { return Ok(Err("the broadcast has no segment".into())) };
     let Some(segment) = segments::get(conn, broadcast.team_id, segment_id).await? else {
         return Ok(Err("the segment was deleted".into()));
@@ -142,19 +142,16 @@ async fn prepare(conn: &mut PgConnection, _settings: &BroadcastSettings, broadca
                 }
             }
             let compiled: Compiled = serde_json::from_value(t.compiled.clone().unwrap_or_default())?;
-            // A template's own unsubscribe link is its business; the footer goes only on
-            // bodies without one (checked on the compiled merge keys).
-            let needs_footer = !has_unsubscribe(&compiled);
-            let compiled = if needs_footer { with_footer_program(compiled, &broadcast.subject, &address)? } else { compiled };
-            (compiled, t.has_html || needs_footer, t.has_text || needs_footer, Some((template_id, t.version.unwrap_or(1))))
+            (compiled, t.has_html, t.has_text, Some((template_id, t.version.unwrap_or(1))))
         }
         None => {
-            let (html, text) = with_footer(broadcast.html.as_deref(), broadcast.text.as_deref(), &address);
-            let compiled = Compiled::from_parts(Some(&broadcast.subject), html.as_deref(), text.as_deref())
+            let compiled = Compiled::from_parts(Some(&broadcast.subject), broadcast.html.as_deref(), broadcast.text.as_deref())
                 .map_err(|p| anyhow::anyhow!("content no longer compiles: {:?}", p.first()))?;
-            (compiled, html.is_some(), text.is_some(), None)
+            (compiled, broadcast.html.is_some(), broadcast.text.is_some(), None)
         }
     };
+    // A body with an unsubscribe or preferences link of its own gets no footer.
+    let compiled = if has_unsubscribe(&compiled) { compiled } else { with_footer(&compiled, &address)? };
     let fallbacks = contacts::properties(conn, broadcast.team_id)
         .await?
         .into_iter()
@@ -193,38 +190,19 @@ fn postal_address(value: Option<&Value>) -> String {
         .join(", ")
 }
 
-fn mentions_unsubscribe(body: &str) -> bool {
-    let upper = body.to_ascii_uppercase();
-    upper.contains("{{{UNSUBSCRIBE_URL") || upper.contains("{{{PREFERENCES_URL")
-}
-
 fn has_unsubscribe(compiled: &Compiled) -> bool {
     compiled.merge_keys().iter().any(|k| k.eq_ignore_ascii_case("UNSUBSCRIBE_URL") || k.eq_ignore_ascii_case("PREFERENCES_URL"))
 }
 
-/// Appends the plain footer (an unsubscribe link and the postal address) to bodies that have
-/// neither `{{{UNSUBSCRIBE_URL}}}` nor `{{{PREFERENCES_URL}}}`.
-fn with_footer(html: Option<&str>, text: Option<&str>, address: &str) -> (Option<String>, Option<String>) {
-    let own = html.is_some_and(mentions_unsubscribe) || text.is_some_and(mentions_unsubscribe);
-    if own {
-        return (html.map(str::to_string), text.map(str::to_string));
-    }
+/// The content with the plain footer (an unsubscribe link and the postal address) after each
+/// body; in a whole HTML document, before `</body>`.
+fn with_footer(compiled: &Compiled, address: &str) -> anyhow::Result<Compiled> {
     let escaped = address.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;");
-    let html_footer = format!(
+    let html = format!(
         "<p style=\"margin:24px 0 0;font-size:12px;color:#6b7280;\"><a href=\"{{{{{{UNSUBSCRIBE_URL}}}}}}\" style=\"color:#6b7280;\">Unsubscribe</a><br>{escaped}</p>"
     );
-    let html = html.map(|html| match html.rfind("</body>") {
-        Some(at) => format!("{}{html_footer}{}", &html[..at], &html[at..]),
-        None => format!("{html}{html_footer}"),
-    });
-    let text = text.map(|text| format!("{text}\n\n--\nUnsubscribe: {{{{{{UNSUBSCRIBE_URL}}}}}}\n{address}\n"));
-    (html, text)
-}
-
-/// A compiled template with the plain footer appended to each body.
-fn with_footer_program(compiled: Compiled, subject: &str, address: &str) -> anyhow::Result<Compiled> {
-    let (html, text) = with_footer(Some(""), Some(""), address);
-    let footer = Compiled::from_parts(Some(subject), html.as_deref(), text.as_deref()).map_err(|p| anyhow::anyhow!("footer: {:?}", p.first()))?;
+    let text = format!("\n\n--\nUnsubscribe: {{{{{{UNSUBSCRIBE_URL}}}}}}\n{address}\n");
+    let footer = Compiled::from_parts(None, Some(&html), Some(&text)).map_err(|p| anyhow::anyhow!("footer: {:?}", p.first()))?;
     Ok(compiled.followed_by(&footer))
 }
 

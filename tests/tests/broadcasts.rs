@@ -321,3 +321,22 @@ async fn a_canceled_broadcast_creates_no_email_and_a_scheduled_one_waits_for_its
     assert_eq!(app.count("emails").await, 0);
     assert_eq!(app.count("broadcast_recipients").await, 0);
 }
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_string_in_any_broadcast_field_is_refused_and_writes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    let segment_id = segment(&app).await;
+    let huge = "x".repeat(10 * 1024 * 1024);
+    for field in ["name", "from", "subject", "html", "text", "preview_text", "segment_id", "topic_id"] {
+        for bad in [huge.as_str(), "a\u{0}b"] {
+            let mut body = draft(&segment_id);
+            body[field] = json!(bad);
+            let answer = app.post("/broadcasts", body).await;
+            assert!((400..500).contains(&answer.status), "{field}: {} {}", answer.status, answer.body);
+        }
+    }
+    let mut body = draft(&segment_id);
+    body["reply_to"] = json!([huge]);
+    assert!((400..500).contains(&app.post("/broadcasts", body).await.status));
+    assert_eq!(app.count("broadcasts").await, 0);
+}

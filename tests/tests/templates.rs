@@ -42,7 +42,7 @@ fn select<'a>(html: &'a Html, selector: &str) -> Vec<scraper::ElementRef<'a>> {
 
 #[tokio::test]
 async fn a_new_template_is_draft_version_1_found_by_id_or_alias() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let id = create(&app, code_template("receipt")).await;
     for key in [id.as_str(), "receipt"] {
         let template = app.get(&format!("/templates/{key}")).await;
@@ -143,7 +143,7 @@ async fn publishing_and_updating_move_versions_and_a_published_version_never_cha
 
 #[tokio::test]
 async fn delete_frees_the_alias_and_other_teams_see_nothing() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let id = create(&app, code_template("receipt")).await;
     let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
     for path in [format!("/templates/{id}"), "/templates/receipt".to_string(), format!("/templates/{id}/versions")] {
@@ -157,7 +157,7 @@ async fn delete_frees_the_alias_and_other_teams_see_nothing() {
 
 #[tokio::test]
 async fn a_sending_access_key_reads_templates_but_cannot_write_them() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let id = create(&app, code_template("receipt")).await;
     let (_, sending) = app.create_key(json!({ "name": "send", "permission": "sending_access" })).await;
     let read = Answer::from(app.request_as(&sending, Method::GET, &format!("/templates/{id}")).send().await.unwrap()).await;
@@ -194,7 +194,7 @@ fn document(blocks: Value) -> Value {
 
 #[tokio::test]
 async fn a_block_document_compiles_to_parsed_html_with_the_sanitiser_s_removals_and_a_text_version() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let doc = document(json!([
         { "type": "preheader", "text": "Inside: the news" },
         { "type": "heading", "text": "Hello {{name}}" },
@@ -218,7 +218,7 @@ async fn a_block_document_compiles_to_parsed_html_with_the_sanitiser_s_removals_
 
 #[tokio::test]
 async fn a_bad_block_document_is_refused_naming_the_block_and_writes_nothing() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let four = json!({ "kind": "svc.blocks", "version": 1, "lang": "en", "sections": [{ "columns": [{ "blocks": [] }, { "blocks": [] }, { "blocks": [] }, { "blocks": [] }] }] });
     let cases = vec![
         document(json!([{ "type": "marquee", "text": "x" }])),
@@ -239,7 +239,7 @@ async fn a_bad_block_document_is_refused_naming_the_block_and_writes_nothing() {
 
 #[tokio::test]
 async fn editing_a_saved_block_recompiles_templates_using_it_and_deleting_it_keeps_their_copy() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let saved = app.post("/saved-blocks", json!({ "name": "Footer", "content": { "type": "text", "text": "Sent with care" } })).await;
     assert_eq!(saved.status, 201, "{}", saved.body);
     let block_id = saved.body["id"].as_str().unwrap().to_string();
@@ -267,7 +267,7 @@ async fn editing_a_saved_block_recompiles_templates_using_it_and_deleting_it_kee
 
 #[tokio::test]
 async fn checks_judge_a_version_s_content_each_pass_warn_or_fail() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let id = create(&app, json!({ "name": "c", "subject": "Hi", "html": "<p><a href=\"#\">here</a> <img src=\"https://x.example/a.png\"> {{{NOPE}}}</p>" })).await;
     let checks = app.post(&format!("/templates/{id}/checks"), json!({})).await;
     assert_eq!(checks.status, 200, "{}", checks.body);
@@ -389,4 +389,47 @@ async fn a_batch_renders_each_template_send_and_names_the_bad_one_by_index() {
     assert_eq!(second["subject"], "Own subject", "the send's subject wins over the template's");
     assert_eq!(second["text"], "Hi Bo, order 2 totals 0.");
     assert_eq!(second["template"]["version"], 1);
+}
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_string_in_any_template_field_is_refused_and_writes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let fields: Vec<(&str, Value)> = vec![
+        ("name", json!(huge)),
+        ("alias", json!(huge)),
+        ("from", json!(format!("{huge} <a@acme.test>"))),
+        ("subject", json!(huge)),
+        ("html", json!(huge)),
+        ("text", json!(huge)),
+        ("reply_to", json!([huge])),
+        ("variables", json!([{ "key": "n", "type": "object", "fallback_value": { "big": huge } }])),
+        ("brand_overrides", json!({ "footer_text": huge })),
+        ("name", json!("a\u{0}b")),
+        ("subject", json!("a\u{0}b")),
+        ("html", json!("<p>a\u{0}b</p>")),
+    ];
+    for (field, value) in fields {
+        let mut body = json!({ "name": "T", "html": "<p>hi</p>" });
+        body[field] = value;
+        if field == "variables" {
+            body["html"] = json!("<p>{{n}}</p>");
+        }
+        let answer = app.post("/templates", body).await;
+        assert!((400..500).contains(&answer.status), "{field}: {} {}", answer.status, answer.body);
+    }
+    let doc = document(json!([{ "type": "text", "text": huge }]));
+    let answer = app.post("/templates", json!({ "name": "T", "document": doc })).await;
+    assert!((400..500).contains(&answer.status), "document: {}", answer.status);
+    let answer = app.post("/saved-blocks", json!({ "name": "B", "content": { "type": "text", "text": huge } })).await;
+    assert!((400..500).contains(&answer.status), "saved block: {}", answer.status);
+    assert_eq!(written(&app).await, (0, 0));
+    assert_eq!(app.count("saved_blocks").await, 0);
+    // A patch is held to the same limits.
+    let id = create(&app, json!({ "name": "T", "html": "<p>hi</p>" })).await;
+    for field in ["name", "subject", "html", "text"] {
+        let answer = app.patch(&format!("/templates/{id}"), json!({ field: huge })).await;
+        assert!((400..500).contains(&answer.status), "patch {field}: {}", answer.status);
+    }
+    assert_eq!(written(&app).await, (1, 1));
 }

@@ -295,11 +295,9 @@ impl BroadcastsApi {
         }
         let mut conn = state.pool.acquire().await?;
         let page = broadcasts::list(&mut conn, caller.team_id, &page, search.as_deref(), status.0.as_ref().map(|s| s.as_str())).await?;
-        let mut data = Vec::with_capacity(page.data.len());
-        for broadcast in page.data {
-            let counts = broadcasts::counts(&mut conn, broadcast.id).await?;
-            data.push(view(broadcast, counts));
-        }
+        let ids: Vec<Uuid> = page.data.iter().map(|b| b.id).collect();
+        let mut counts = broadcasts::counts(&mut conn, &ids).await?;
+        let data = page.data.into_iter().map(|b| view(counts.remove(&b.id).unwrap_or_default(), b)).collect();
         Ok(Json(BroadcastList { object: "list".into(), has_more: page.has_more, data }))
     }
 
@@ -308,8 +306,8 @@ impl BroadcastsApi {
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, broadcast_id: Path<String>) -> ApiResult<Json<BroadcastView>> {
         let mut conn = state.pool.acquire().await?;
         let broadcast = found(&mut conn, caller.team_id, &broadcast_id.0, false).await?;
-        let counts = broadcasts::counts(&mut conn, broadcast.id).await?;
-        Ok(Json(view(broadcast, counts)))
+        let counts = broadcasts::counts(&mut conn, &[broadcast.id]).await?.remove(&broadcast.id).unwrap_or_default();
+        Ok(Json(view(counts, broadcast)))
     }
 
     /// Change a draft; any other status is `422 validation_error`.
@@ -478,42 +476,34 @@ struct Draft {
 async fn checked(conn: &mut PgConnection, team_id: Uuid, draft: Draft) -> ApiResult<Fields> {
     let from = draft.from.ok_or_else(|| ApiError::missing_field("from"))?;
     let subject = draft.subject.ok_or_else(|| ApiError::missing_field("subject"))?;
+    crate::template_content::check_header_length("from", &from)?;
     let from = Mailbox::parse(&from).map_err(|m| ApiError::invalid_field("from", m))?.header_form();
     rules::check_subject(&subject).map_err(|m| ApiError::invalid_field("subject", m))?;
     let mut reply_to = Vec::new();
     for (i, raw) in draft.reply_to.unwrap_or_default().iter().enumerate() {
+        crate::template_content::check_header_length(&format!("reply_to[{i}]"), raw)?;
         reply_to.push(Mailbox::parse(raw).map_err(|m| ApiError::invalid_field(&format!("reply_to[{i}]"), m))?.header_form());
+    }
+    for (path, value, max) in [("name", &draft.name, 200), ("preview_text", &draft.preview_text, 500)] {
+        if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+            return Err(ApiError::invalid_field(path, format!("must be at most {max} characters")));
+        }
+    }
+    if draft.html.as_ref().map_or(0, String::len) + draft.text.as_ref().map_or(0, String::len) > rules::MAX_BODY_BYTES {
+        return Err(ApiError::invalid_field("html", "`html` and `text` together must be at most 2 MB"));
     }
     if draft.template.is_some() && (draft.html.is_some() || draft.text.is_some()) {
         return Err(ApiError::invalid_parameter("template", "cannot be combined with `html` or `text`"));
     }
     render::Compiled::from_parts(Some(&subject), draft.html.as_deref(), draft.text.as_deref()).map_err(crate::template_content::problems)?;
-    let segment_id = match &draft.segment_id {
-        Some(raw) => {
-            let id = schema::ids::parse_id(raw).filter(|_| true);
-            let live = match id {
-                Some(id) => segments::live_ids(conn, team_id, &[id]).await?.contains(&id),
-                None => false,
-            };
-            if !live {
-                return Err(ApiError::invalid_parameter("segment_id", "is not one of the team's segments"));
-            }
-            id
-        }
+    let segment_id = match draft.segment_id.as_deref().map(schema::ids::parse_id) {
+        Some(Some(id)) if segments::live_ids(conn, team_id, &[id]).await?.contains(&id) => Some(id),
+        Some(_) => return Err(ApiError::invalid_parameter("segment_id", "is not one of the team's segments")),
         None => None,
     };
-    let topic_id = match &draft.topic_id {
-        Some(raw) => {
-            let id = schema::ids::parse_id(raw);
-            let live = match id {
-                Some(id) => topics::get(conn, team_id, id).await?.is_some(),
-                None => false,
-            };
-            if !live {
-                return Err(ApiError::invalid_parameter("topic_id", "is not one of the team's topics"));
-            }
-            id
-        }
+    let topic_id = match draft.topic_id.as_deref().map(schema::ids::parse_id) {
+        Some(Some(id)) if topics::get(conn, team_id, id).await?.is_some() => Some(id),
+        Some(_) => return Err(ApiError::invalid_parameter("topic_id", "is not one of the team's topics")),
         None => None,
     };
     let template_id = match draft.template.and_then(|t| t.id.0) {
@@ -683,7 +673,7 @@ async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: &Bro
     Ok(())
 }
 
-fn view(b: Broadcast, c: broadcasts::Counts) -> BroadcastView {
+fn view(c: broadcasts::Counts, b: Broadcast) -> BroadcastView {
     let segment = b.segment_id.map(|id| id.to_string());
     BroadcastView {
         object: "broadcast".into(),

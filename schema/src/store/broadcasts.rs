@@ -302,20 +302,31 @@ pub struct Counts {
     pub failed: i64,
 }
 
-pub async fn counts(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Counts> {
-    sqlx::query_as(
-        "SELECT count(*) AS recipients,
+/// The counts of each of these broadcasts, in one statement (a broadcast no send reached yet
+/// counts zeros).
+pub async fn counts(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<std::collections::HashMap<Uuid, Counts>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        broadcast_id: Uuid,
+        #[sqlx(flatten)]
+        counts: Counts,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT r.broadcast_id,
+                count(*) AS recipients,
                 count(*) FILTER (WHERE r.excluded_reason IS NOT NULL) AS excluded,
                 count(e.id) AS sent,
                 count(*) FILTER (WHERE e.last_event = 'delivered') AS delivered,
                 count(*) FILTER (WHERE e.last_event = 'bounced') AS bounced,
                 count(*) FILTER (WHERE e.last_event = 'complained') AS complained,
                 count(*) FILTER (WHERE e.last_event = 'failed') AS failed
-         FROM broadcast_recipients r LEFT JOIN emails e ON e.id = r.email_id WHERE r.broadcast_id = $1",
+         FROM broadcast_recipients r LEFT JOIN emails e ON e.id = r.email_id
+         WHERE r.broadcast_id = ANY($1) GROUP BY r.broadcast_id",
     )
-    .bind(id)
-    .fetch_one(conn)
-    .await
+    .bind(ids)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|row| (row.broadcast_id, row.counts)).collect())
 }
 
 /// A recipient as listed.
