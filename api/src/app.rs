@@ -67,6 +67,7 @@ pub struct Application {
     state: AppState,
     log_task: LogWriterTask,
     listener: crate::auth_cache::ListenerTask,
+    spool_task: crate::spool::SpoolTask,
 }
 
 impl Application {
@@ -102,8 +103,10 @@ impl Application {
             config.rate_limit_refill,
         ));
         let link_key = std::sync::Arc::new(link_key);
-        let state = AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets });
-        Ok(Self { acceptor, port, state, log_task, listener })
+        let (spool, spool_task) = crate::spool::Spool::start(&config.spool_dir, pool.clone())?;
+        let state =
+            AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool });
+        Ok(Self { acceptor, port, state, log_task, listener, spool_task })
     }
 
     /// The bound port.
@@ -118,7 +121,7 @@ impl Application {
 
     /// Serves until `shutdown` resolves, lets requests finish, then writes every queued log.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-        let Self { acceptor, port: _, state, log_task, listener } = self;
+        let Self { acceptor, port: _, state, log_task, listener, spool_task } = self;
         let timeout = Duration::from_secs(state.config.shutdown_seconds);
         let metrics = crate::metrics::start(&state).await?;
         let endpoint = endpoint(state);
@@ -127,6 +130,7 @@ impl Application {
             metrics.stop().await;
         }
         log_task.close().await;
+        spool_task.close().await;
         listener.close().await;
         served?;
         Ok(())

@@ -276,7 +276,7 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
         shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
         schedules: true,
         checker,
-        broadcasts: jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone(), page_size: jobs::broadcasts::PAGE },
+        broadcasts: jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone(), page_size: config.broadcast_page_size },
     }
 }
 

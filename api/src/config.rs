@@ -26,6 +26,13 @@ pub struct Config {
     pub shutdown_seconds: u64,
     /// `HERALD_LOG_FORMAT`: `text` or `json`.
     pub log_format: String,
+    /// `HERALD_SPOOL_DIR`: where `herald serve` spools open and click hits before they reach
+    /// PostgreSQL (default `herald-spool` in the working directory; shared safely by the
+    /// processes of one host).
+    pub spool_dir: std::path::PathBuf,
+    /// `HERALD_BROADCAST_PAGE_SIZE`: contacts a broadcast's fan-out resolves per transaction
+    /// (default 500).
+    pub broadcast_page_size: i64,
     /// `HERALD_DNS_SERVERS`: comma-separated `ip:port` nameservers; empty means the system's.
     pub dns_servers: Vec<SocketAddr>,
     /// `HERALD_DNS_TIMEOUT_MS`: how long one DNS query may take.
@@ -161,6 +168,8 @@ impl Config {
             worker_concurrency: number("HERALD_WORKER_CONCURRENCY", "4")?.max(1.0) as usize,
             shutdown_seconds: number("HERALD_SHUTDOWN_SECONDS", "20")? as u64,
             log_format,
+            spool_dir: get("HERALD_SPOOL_DIR", "herald-spool").into(),
+            broadcast_page_size: number("HERALD_BROADCAST_PAGE_SIZE", "500")?.clamp(1.0, 10_000.0) as i64,
         })
     }
 
@@ -180,6 +189,7 @@ impl Config {
             jobs::deliver::DeliverySettings {
                 retry_schedule: self.retry_schedule.clone(),
                 ambiguous_window: Duration::from_secs(self.ambiguous_window_seconds),
+                public_url: self.public_url.clone(),
             },
         )
     }

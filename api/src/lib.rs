@@ -20,6 +20,7 @@ pub mod paging;
 pub mod rate_limit;
 pub mod fields;
 pub mod request_log;
+pub mod spool;
 pub mod routes;
 pub mod send;
 pub mod state;

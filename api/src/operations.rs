@@ -96,6 +96,8 @@ pub static OPERATIONS: &[Operation] = &[
     op("save-preferences", Method::POST, "/preferences/{token}", Access::Page),
     op("view-unsubscribe", Method::GET, "/unsubscribe/{token}", Access::Page),
     op("one-click-unsubscribe", Method::POST, "/unsubscribe/{token}", Access::Page),
+    op("track-click", Method::GET, "/click/{token}", Access::Page),
+    op("track-open", Method::GET, "/open/{token}", Access::Page),
     op("create-suppression", Method::POST, "/suppressions", Access::FullAccess),
     op("batch-add-suppressions", Method::POST, "/suppressions/batch/add", Access::FullAccess),
     op("list-suppressions", Method::GET, "/suppressions", Access::FullAccess),
@@ -180,6 +182,7 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("get-broadcast-checklist", Method::GET, "/broadcasts/{broadcast_id}/checklist", Access::FullAccess, "broadcasts:read"),
     scoped("check-broadcast", Method::POST, "/broadcasts/{broadcast_id}/checks", Access::FullAccess, "broadcasts:read"),
     scoped("list-broadcast-recipients", Method::GET, "/broadcasts/{broadcast_id}/recipients", Access::FullAccess, "broadcasts:read"),
+    scoped("list-broadcast-clicked-links", Method::GET, "/broadcasts/{broadcast_id}/clicked-links", Access::FullAccess, "broadcasts:read"),
 ];
 
 /// An operation an OAuth token with `scope` reaches.

@@ -44,6 +44,8 @@ pub struct Shared {
     pub keys: crate::auth_cache::KeyCache,
     /// The per-team rate-limit buckets, leased from PostgreSQL in grants.
     pub buckets: std::sync::Arc<crate::rate_limit::Buckets>,
+    /// Where open and click hits go before PostgreSQL.
+    pub spool: crate::spool::Spool,
 }
 
 impl Shared {

@@ -36,6 +36,9 @@ pub struct DeliverySettings {
     pub retry_schedule: Vec<Duration>,
     /// How long an ambiguous submission waits for a matching event before it fails.
     pub ambiguous_window: Duration,
+    /// `HERALD_PUBLIC_URL`: its scheme is the tracking links' scheme, and links to its hosted
+    /// pages (unsubscribe, preferences) are never tracked.
+    pub public_url: String,
 }
 
 /// What the deliver job needs: SMTP, timing and a cache of parsed signing keys.
@@ -44,6 +47,8 @@ pub struct Delivery {
     pub mailer: Mailer,
     pub settings: Arc<DeliverySettings>,
     signers: Arc<Mutex<Signers>>,
+    /// The link key tracking links are signed with, read once.
+    link_key: Arc<tokio::sync::OnceCell<Vec<u8>>>,
 }
 
 /// Parsed DKIM keys by domain, with the PEM they were parsed from.
@@ -51,7 +56,19 @@ type Signers = HashMap<uuid::Uuid, (String, Arc<DkimSigner>)>;
 
 impl Delivery {
     pub fn new(mailer: Mailer, settings: DeliverySettings) -> Delivery {
-        Delivery { mailer, settings: Arc::new(settings), signers: Arc::default() }
+        Delivery { mailer, settings: Arc::new(settings), signers: Arc::default(), link_key: Arc::default() }
+    }
+
+    /// The service's link key (made by the first process that needs it).
+    async fn link_key(&self, pool: &PgPool) -> anyhow::Result<&[u8]> {
+        let key = self
+            .link_key
+            .get_or_try_init(|| async {
+                let fresh: [u8; 32] = rand::random();
+                schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await
+            })
+            .await?;
+        Ok(key)
     }
 
     /// The domain's DKIM signer, parsed once per key.
@@ -89,8 +106,13 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
     let signed = match &domain {
         Some(domain) => {
             let signer = delivery.signer(domain.domain_id, &domain.domain_name, &domain.dkim_private_key)?;
+            let mut email = material.email.clone();
+            if let Some(html) = email.html.as_deref().filter(|_| domain.open_tracking || domain.click_tracking) {
+                let key = delivery.link_key(pool).await?;
+                email.html = Some(tracked_html(html, email_id, domain, key, &delivery.settings.public_url));
+            }
             // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
-            let (email, recipients) = (material.email.clone(), material.recipients);
+            let recipients = material.recipients;
             let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
                 let message = build_message(&email, &recipients, &attachments)?;
                 signer.sign(&message.formatted(), Utc::now().timestamp())
@@ -142,6 +164,31 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
     record(&mut tx, &delivery.settings, &claimed.email, results, recently_sent).await?;
     tx.commit().await?;
     Ok(())
+}
+
+/// The HTML body of tracked mail: with click tracking each http(s) link (except Herald's own
+/// hosted pages) goes through a signed redirect on the domain's `links` host, and with open
+/// tracking a pixel from that host closes the body.
+pub fn tracked_html(html: &str, email_id: uuid::Uuid, domain: &emails::SendingDomain, key: &[u8], public_url: &str) -> String {
+    let public_url = public_url.trim_end_matches('/');
+    let scheme = if public_url.starts_with("https://") { "https" } else { "http" };
+    let base = format!("{scheme}://links.{}", domain.domain_name);
+    let hosted = [format!("{public_url}/unsubscribe/"), format!("{public_url}/preferences/")];
+    let mut out = if domain.click_tracking {
+        render::tracking::rewrite_links(html, |href| {
+            let link = href.trim();
+            let lower = link.get(..8).unwrap_or(link).to_ascii_lowercase();
+            let web = lower.starts_with("https://") || lower.starts_with("http://");
+            (web && !hosted.iter().any(|page| link.starts_with(page.as_str())))
+                .then(|| format!("{base}/click/{}", schema::tracking::click_token(key, email_id, link)))
+        })
+    } else {
+        html.to_string()
+    };
+    if domain.open_tracking {
+        out = render::tracking::add_open_pixel(&out, &format!("{base}/open/{}", schema::tracking::open_token(key, email_id)));
+    }
+    out
 }
 
 /// The MIME message: alternative text and HTML, attachments (inline ones by `content_id`),

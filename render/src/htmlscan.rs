@@ -9,8 +9,10 @@ pub(crate) enum Token<'a> {
     Text(&'a str),
     /// The content of a raw-text element (script, style, title, textarea).
     Raw(&'a str),
-    /// A start tag: lower-cased name and attributes (lower-cased names, decoded values).
-    Open { name: String, attrs: Vec<(String, String)> },
+    /// A start tag: lower-cased name and attributes (lower-cased names, decoded values), with
+    /// where each attribute's value stands in the input (quotes included; empty when it has
+    /// none), for rewriting one value in place.
+    Open { name: String, attrs: Vec<(String, String)>, spans: Vec<std::ops::Range<usize>> },
     /// An end tag, lower-cased name.
     Close(String),
 }
@@ -113,6 +115,7 @@ fn open_tag(html: &str, start: usize) -> (Token<'_>, usize) {
     }
     let name = html[start + 1..i].to_ascii_lowercase();
     let mut attrs = Vec::new();
+    let mut spans = Vec::new();
     loop {
         while i < bytes.len() && (bytes[i].is_ascii_whitespace() || bytes[i] == b'/') {
             i += 1;
@@ -140,6 +143,7 @@ fn open_tag(html: &str, start: usize) -> (Token<'_>, usize) {
         }
         if bytes.get(j) != Some(&b'=') {
             attrs.push((attr, String::new()));
+            spans.push(i..i);
             continue;
         }
         j += 1;
@@ -161,8 +165,9 @@ fn open_tag(html: &str, start: usize) -> (Token<'_>, usize) {
             }
         };
         attrs.push((attr, decode_entities(value)));
+        spans.push(j..i);
     }
-    (Token::Open { name, attrs }, i)
+    (Token::Open { name, attrs, spans }, i)
 }
 
 /// Decodes the character references that matter for reading text and links.

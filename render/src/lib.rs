@@ -26,6 +26,7 @@ mod program;
 mod rule;
 mod sanitize;
 pub mod starters;
+pub mod tracking;
 
 pub use brand::Brand;
 pub use catalog::Catalog;

@@ -13,6 +13,7 @@ pub mod net;
 pub mod page;
 pub mod secret;
 pub mod store;
+pub mod tracking;
 pub mod when;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

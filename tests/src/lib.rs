@@ -117,6 +117,11 @@ pub fn test_config(database_url: &str) -> Config {
         "HERALD_DB_MAX_CONNECTIONS" => Some("6".into()),
         "HERALD_SHUTDOWN_SECONDS" => Some("5".into()),
         "HERALD_ENV" => Some("test".into()),
+        // One spool per database: the processes of a test share it, tests never do.
+        "HERALD_SPOOL_DIR" => {
+            let database = url.rsplit('/').next().unwrap_or("herald").to_string();
+            Some(std::env::temp_dir().join("herald-spool").join(database).to_string_lossy().into_owned())
+        }
         _ => None,
     })
     .unwrap()

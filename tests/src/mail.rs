@@ -153,3 +153,31 @@ pub async fn wait_for_event(app: &TestApp, id: &str, last_event: &str) -> Value 
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+impl Mail {
+    /// A `herald worker` process delivering for this test's database, DNS server and sink, with
+    /// short SMTP timeouts and retries, and `extra` settings.
+    pub fn start_worker(&self, extra: &[(&str, &str)]) -> std::process::Child {
+        let mut command = std::process::Command::new(crate::herald_binary());
+        command
+            .arg("worker")
+            .env("DATABASE_URL", &self.app.database_url)
+            .env("HERALD_DNS_SERVERS", self.app.dns.addr.to_string())
+            .env("HERALD_DNS_TIMEOUT_MS", "400")
+            .env("HERALD_MX_PORT", self.sink.port().to_string())
+            .env("HERALD_SMTP_TIMEOUT_SECONDS", "5")
+            .env("HERALD_SMTP_DATA_TIMEOUT_SECONDS", "5")
+            .env("HERALD_DELIVERY_RETRY_SCHEDULE", "1s,1s,1s")
+            .env("HERALD_AMBIGUOUS_WINDOW_SECONDS", "1")
+            .env("HERALD_DELIVER_CONCURRENCY", "16")
+            .env("HERALD_DB_MAX_CONNECTIONS", "8")
+            .env("HERALD_PUBLIC_URL", &self.app.state.config.public_url)
+            .env("HERALD_ENV", "test")
+            .env("HERALD_LOG", "error")
+            .stdout(std::process::Stdio::null());
+        for (name, value) in extra {
+            command.env(name, value);
+        }
+        command.spawn().expect("start herald worker")
+    }
+}

@@ -61,6 +61,25 @@ impl Received {
         String::from_utf8_lossy(&self.data).into_owned()
     }
 
+    /// The decoded body of the message's `text/html` part (quoted-printable, base64 or plain).
+    pub fn html(&self) -> Option<String> {
+        use base64::Engine;
+        let text = self.text();
+        let at = text.to_ascii_lowercase().find("content-type: text/html")?;
+        let part = &text[at..];
+        let (headers, rest) = part.split_once("\r\n\r\n")?;
+        let body = rest.split("\r\n--").next().unwrap_or(rest);
+        let encoding = headers.to_ascii_lowercase();
+        let bytes = if encoding.contains("content-transfer-encoding: quoted-printable") {
+            quoted_printable::decode(body, quoted_printable::ParseMode::Robust).ok()?
+        } else if encoding.contains("content-transfer-encoding: base64") {
+            base64::engine::general_purpose::STANDARD.decode(body.replace("\r\n", "")).ok()?
+        } else {
+            body.as_bytes().to_vec()
+        };
+        String::from_utf8(bytes).ok()
+    }
+
     /// The first header called `name` (case-insensitive), unfolded, its value trimmed; not
     /// RFC 2047-decoded.
     pub fn header(&self, name: &str) -> Option<String> {

@@ -228,21 +228,7 @@ async fn two_runs_of_the_fan_out_at_once_give_each_recipient_exactly_one_email()
     app.patch("/team", json!({ "postal_address": address() })).await;
     let segment_id = segment(app).await;
     let contacts = 130;
-    sqlx::query(
-        "INSERT INTO contacts (id, team_id, email, first_name)
-         SELECT gen_random_uuid(), $1, 'r' || n || '@inbox.test', 'R' || n FROM generate_series(1, $2) n",
-    )
-    .bind(app.team_id)
-    .bind(contacts)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    sqlx::query("INSERT INTO segment_members (segment_id, contact_id) SELECT $1::uuid, id FROM contacts WHERE team_id = $2")
-        .bind(&segment_id)
-        .bind(app.team_id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    many_contacts(app, &segment_id, contacts).await;
     let mut body = draft(&segment_id);
     body["send"] = json!(true);
     let id: uuid::Uuid = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().parse().unwrap();
@@ -339,4 +325,112 @@ async fn a_nul_or_a_ten_megabyte_string_in_any_broadcast_field_is_refused_and_wr
     body["reply_to"] = json!([huge]);
     assert!((400..500).contains(&app.post("/broadcasts", body).await.status));
     assert_eq!(app.count("broadcasts").await, 0);
+}
+
+/// `count` contacts in `segment_id`, written in two statements.
+async fn many_contacts(app: &TestApp, segment_id: &str, count: i32) {
+    sqlx::query(
+        "INSERT INTO contacts (id, team_id, email, first_name)
+         SELECT herald_uuid_v7(), $1, 'r' || n || '@inbox.test', 'R' || n FROM generate_series(1, $2) n",
+    )
+    .bind(app.team_id)
+    .bind(count)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO segment_members (segment_id, contact_id) SELECT $1::uuid, id FROM contacts WHERE team_id = $2")
+        .bind(segment_id)
+        .bind(app.team_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+}
+
+async fn broadcast_emails(app: &TestApp, id: &str) -> i64 {
+    app.count(&format!("emails WHERE broadcast_id = '{id}'")).await
+}
+
+#[tokio::test]
+async fn a_cancel_while_sending_stops_at_the_next_page_and_the_emails_made_still_go_out() {
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    let contacts = 400;
+    many_contacts(app, &segment_id, contacts).await;
+    let mut body = draft(&segment_id);
+    body["send"] = json!(true);
+    let id = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().to_string();
+    // One contact per page, so the cancel lands mid-send.
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1 };
+    let (pool, broadcast_id) = (app.pool.clone(), id.parse().unwrap());
+    let run = tokio::spawn(async move { jobs::broadcasts::run(&pool, &settings, broadcast_id).await });
+    eventually(|| async { (broadcast_emails(app, &id).await >= 5).then_some(()) }).await;
+    assert_eq!(status_of(app, &id).await, "sending");
+    let canceled = app.post(&format!("/broadcasts/{id}/cancel"), json!({})).await;
+    assert_eq!(canceled.status, 200, "{}", canceled.body);
+    run.await.unwrap().unwrap();
+
+    assert_eq!(status_of(app, &id).await, "canceled");
+    let made = broadcast_emails(app, &id).await;
+    assert!((5..i64::from(contacts)).contains(&made), "{made} emails");
+    assert_eq!(app.count("apalis.jobs WHERE job_type = 'deliver'").await, made, "every email made is delivered");
+    assert_eq!(app.count("broadcast_recipients").await, made, "no contact after the cancel was resolved");
+    // The run after the cancel (a retry of the job) makes no more.
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1 };
+    jobs::broadcasts::run(&app.pool, &settings, id.parse().unwrap()).await.unwrap();
+    assert_eq!(broadcast_emails(app, &id).await, made);
+    assert!(app.post(&format!("/broadcasts/{id}/send"), json!({})).await.status >= 400, "a canceled broadcast is not sent again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_fan_out_and_replaced_leaves_each_recipient_exactly_one_email() {
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    let contacts = 2000;
+    many_contacts(app, &segment_id, contacts).await;
+    let mut body = draft(&segment_id);
+    body["send"] = json!(true);
+    let id = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().to_string();
+
+    let mut first = mail.start_worker(&[("HERALD_BROADCAST_PAGE_SIZE", "10")]);
+    let started = std::time::Instant::now();
+    while broadcast_emails(app, &id).await < 200 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the fan-out did not start");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().expect("SIGKILL the worker");
+    first.wait().unwrap();
+    let at_kill = broadcast_emails(app, &id).await;
+    assert!(at_kill < i64::from(contacts), "the fan-out finished before the kill");
+
+    // The dead worker's job passes to a live one after its missed heartbeats (30 seconds).
+    let mut second = mail.start_worker(&[("HERALD_BROADCAST_PAGE_SIZE", "10")]);
+    let started = std::time::Instant::now();
+    while status_of(app, &id).await != "sent" {
+        assert!(started.elapsed() < Duration::from_secs(150), "the fan-out never finished");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    let per_contact: Vec<i64> = sqlx::query_scalar(
+        "SELECT count(e.id) FROM contacts c LEFT JOIN email_recipients r ON r.email = c.email
+         LEFT JOIN emails e ON e.id = r.email_id AND e.broadcast_id = $1::uuid GROUP BY c.id",
+    )
+    .bind(&id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(per_contact.len(), contacts as usize);
+    assert!(per_contact.iter().all(|n| *n == 1), "a contact without exactly one email");
+    assert_eq!(app.count(&format!("broadcast_recipients WHERE broadcast_id = '{id}' AND email_id IS NOT NULL")).await, i64::from(contacts));
+    let mut arrivals = std::collections::HashMap::new();
+    for message in mail.sink.messages() {
+        *arrivals.entry(message.header("Message-ID").unwrap()).or_insert(0) += 1;
+    }
+    assert!(arrivals.values().all(|n| *n == 1), "a message arrived twice");
+    println!("{contacts} contacts: {at_kill} emails made before the kill, each contact given one");
 }

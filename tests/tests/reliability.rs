@@ -4,33 +4,11 @@
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tests::mail::{self, Mail};
 use tests::smtp::SmtpSink;
 
 const EMAILS: usize = 1000;
-
-/// A `herald worker` process delivering for this test's database, DNS server and sink.
-fn start_worker(mail: &Mail) -> Child {
-    Command::new(tests::herald_binary())
-        .arg("worker")
-        .env("DATABASE_URL", &mail.app.database_url)
-        .env("HERALD_DNS_SERVERS", mail.app.dns.addr.to_string())
-        .env("HERALD_DNS_TIMEOUT_MS", "400")
-        .env("HERALD_MX_PORT", mail.sink.port().to_string())
-        .env("HERALD_SMTP_TIMEOUT_SECONDS", "5")
-        .env("HERALD_SMTP_DATA_TIMEOUT_SECONDS", "5")
-        .env("HERALD_DELIVERY_RETRY_SCHEDULE", "1s,1s,1s")
-        .env("HERALD_AMBIGUOUS_WINDOW_SECONDS", "1")
-        .env("HERALD_DELIVER_CONCURRENCY", "16")
-        .env("HERALD_DB_MAX_CONNECTIONS", "8")
-        .env("HERALD_ENV", "test")
-        .env("HERALD_LOG", "error")
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("start herald worker")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_run_leaves_every_email_delivered_once_or_reported_ambiguous() {
@@ -44,7 +22,7 @@ async fn a_worker_killed_mid_run_leaves_every_email_delivered_once_or_reported_a
     }
     assert_eq!(ids.len(), EMAILS);
 
-    let mut first = start_worker(&mail);
+    let mut first = mail.start_worker(&[]);
     mail.sink.wait_for(EMAILS / 4, Duration::from_secs(60)).await;
     first.kill().expect("SIGKILL the worker");
     first.wait().unwrap();
@@ -52,7 +30,7 @@ async fn a_worker_killed_mid_run_leaves_every_email_delivered_once_or_reported_a
     assert!(at_kill < EMAILS, "the worker finished before it could be killed");
 
     // A dead worker's jobs pass to a live one after its missed heartbeats (30 seconds).
-    let mut second = start_worker(&mail);
+    let mut second = mail.start_worker(&[]);
     let started = Instant::now();
     let finished = loop {
         let open: i64 = sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event NOT IN ('delivered', 'failed')")

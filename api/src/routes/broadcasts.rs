@@ -135,6 +135,29 @@ pub struct BroadcastCounts {
     pub bounced: i64,
     pub complained: i64,
     pub failed: i64,
+    /// Recipients who opened at least once (counted when the domain's open tracking is on).
+    pub opened: i64,
+    /// Recipients who clicked a link at least once (counted when click tracking is on).
+    pub clicked: i64,
+}
+
+/// One link of a broadcast and how it was clicked.
+#[derive(Object)]
+pub struct BroadcastClickedLink {
+    /// The address as written in the broadcast.
+    pub link: String,
+    /// Every click, repeated ones included.
+    pub clicks: i64,
+    /// Recipients who clicked it at least once.
+    pub unique_clickers: i64,
+}
+
+/// A broadcast's clicked links, most clicked first (at most 1,000).
+#[derive(Object)]
+pub struct BroadcastClickedLinks {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<BroadcastClickedLink>,
 }
 
 /// A broadcast.
@@ -455,6 +478,20 @@ impl BroadcastsApi {
             .collect();
         Ok(Json(BroadcastRecipientList { object: "list".into(), has_more: page.has_more, data }))
     }
+
+    /// The links recipients clicked (click tracking on the sending domain), each with its
+    /// clicks and unique clickers, most clicked first.
+    #[oai(path = "/broadcasts/:broadcast_id/clicked-links", method = "get", operation_id = "list-broadcast-clicked-links")]
+    async fn clicked_links(&self, state: Data<&AppState>, caller: Data<&Caller>, broadcast_id: Path<String>) -> ApiResult<Json<BroadcastClickedLinks>> {
+        let mut conn = state.pool.acquire().await?;
+        let broadcast = found(&mut conn, caller.team_id, &broadcast_id.0, false).await?;
+        let data = schema::store::engagements::clicked_links(&mut conn, broadcast.id)
+            .await?
+            .into_iter()
+            .map(|l| BroadcastClickedLink { link: l.link, clicks: l.clicks, unique_clickers: l.unique_clickers })
+            .collect();
+        Ok(Json(BroadcastClickedLinks { object: "list".into(), data }))
+    }
 }
 
 /// A broadcast's fields as sent (or as they stand, for an update).
@@ -701,6 +738,8 @@ fn view(c: broadcasts::Counts, b: Broadcast) -> BroadcastView {
             bounced: c.bounced,
             complained: c.complained,
             failed: c.failed,
+            opened: c.opened,
+            clicked: c.clicked,
         },
         created_at: b.created_at,
         updated_at: b.updated_at,

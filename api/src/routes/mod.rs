@@ -20,6 +20,7 @@ pub mod suppressions;
 pub mod team;
 pub mod templates;
 pub mod topics;
+pub mod tracking;
 pub mod webhooks;
 
 use poem_openapi::Tags;
@@ -94,6 +95,7 @@ apis!(
         broadcasts::BroadcastsApi,
         pages::PagesApi,
         preferences::PreferencesApi,
+        tracking::TrackingApi,
     ],
 );
 

@@ -300,6 +300,10 @@ pub struct Counts {
     pub bounced: i64,
     pub complained: i64,
     pub failed: i64,
+    /// Recipients who opened the email at least once (open tracking).
+    pub opened: i64,
+    /// Recipients who clicked a link at least once (click tracking).
+    pub clicked: i64,
 }
 
 /// The counts of each of these broadcasts, in one statement (a broadcast no send reached yet
@@ -319,7 +323,9 @@ pub async fn counts(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<std::
                 count(*) FILTER (WHERE e.last_event = 'delivered') AS delivered,
                 count(*) FILTER (WHERE e.last_event = 'bounced') AS bounced,
                 count(*) FILTER (WHERE e.last_event = 'complained') AS complained,
-                count(*) FILTER (WHERE e.last_event = 'failed') AS failed
+                count(*) FILTER (WHERE e.last_event = 'failed') AS failed,
+                (SELECT count(DISTINCT g.email_id) FROM email_engagements g WHERE g.broadcast_id = r.broadcast_id AND g.kind = 'open') AS opened,
+                (SELECT count(DISTINCT g.email_id) FROM email_engagements g WHERE g.broadcast_id = r.broadcast_id AND g.kind = 'click') AS clicked
          FROM broadcast_recipients r LEFT JOIN emails e ON e.id = r.email_id
          WHERE r.broadcast_id = ANY($1) GROUP BY r.broadcast_id",
     )
@@ -342,7 +348,8 @@ pub struct Recipient {
 
 /// A page of recipients (newest contact first); `kind` filters by outcome: `sent`,
 /// `delivered`, `bounced`, `complained`, `suppressed` (suppressed at send time or by delivery),
-/// `unsubscribed` (excluded as unsubscribed or opted out of the topic).
+/// `unsubscribed` (excluded as unsubscribed or opted out of the topic), `opened` and `clicked`
+/// (at least once).
 pub async fn recipients(conn: &mut PgConnection, id: Uuid, page: &PageRequest, kind: Option<&str>) -> sqlx::Result<Page<Recipient>> {
     let mut query = QueryBuilder::new(
         "SELECT r.contact_id, r.email, r.email_id, r.excluded_reason, e.last_event, r.created_at
@@ -353,6 +360,8 @@ pub async fn recipients(conn: &mut PgConnection, id: Uuid, page: &PageRequest, k
         Some("sent") => query.push(" AND r.email_id IS NOT NULL"),
         Some("suppressed") => query.push(" AND (r.excluded_reason = 'suppressed' OR e.last_event = 'suppressed')"),
         Some("unsubscribed") => query.push(" AND r.excluded_reason IN ('unsubscribed', 'topic_opt_out')"),
+        Some("opened") => query.push(" AND EXISTS (SELECT 1 FROM email_engagements g WHERE g.email_id = r.email_id AND g.kind = 'open')"),
+        Some("clicked") => query.push(" AND EXISTS (SELECT 1 FROM email_engagements g WHERE g.email_id = r.email_id AND g.kind = 'click')"),
         Some(event) => query.push(" AND e.last_event = ").push_bind(event.to_string()),
         None => &mut query,
     };

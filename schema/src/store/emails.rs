@@ -280,6 +280,33 @@ macro_rules! event_data {
 
 event_data!(Email);
 event_data!(NewEmail);
+event_data!(EmailHead);
+
+/// What an email's events carry about it (without its bodies), and its `to` addresses.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct EmailHead {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub from_header: String,
+    pub subject: String,
+    pub message_id: String,
+    pub created_at: DateTime<Utc>,
+    pub tags: Value,
+    pub headers: Value,
+    pub to: Vec<String>,
+}
+
+/// The heads of these emails, in one statement.
+pub async fn heads(conn: &mut PgConnection, ids: &[Uuid]) -> sqlx::Result<Vec<EmailHead>> {
+    sqlx::query_as(
+        "SELECT e.id, e.team_id, e.from_header, e.subject, e.message_id, e.created_at, e.tags, e.headers,
+                ARRAY(SELECT r.address FROM email_recipients r WHERE r.email_id = e.id AND r.kind = 'to' ORDER BY r.position) AS to
+         FROM emails e WHERE e.id = ANY($1)",
+    )
+    .bind(ids)
+    .fetch_all(conn)
+    .await
+}
 
 /// One email of the team.
 pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Email>> {
@@ -506,6 +533,10 @@ pub struct SendingDomain {
     pub dkim_private_key: String,
     /// The development sender: its mail goes to the local outbox, never out.
     pub development: bool,
+    /// Open tracking: an open pixel in the HTML body.
+    pub open_tracking: bool,
+    /// Click tracking: the HTML body's links go through signed redirects.
+    pub click_tracking: bool,
 }
 
 /// What delivering an email needs, read in one statement.
@@ -533,6 +564,8 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
         domain_last_sent_at: Option<DateTime<Utc>>,
         dkim_private_key: Option<String>,
         domain_development: Option<bool>,
+        domain_open_tracking: Option<bool>,
+        domain_click_tracking: Option<bool>,
     }
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT e.*,
@@ -540,7 +573,8 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
                     (SELECT {RECIPIENT_COLUMNS} FROM email_recipients WHERE email_id = e.id) r), '[]') AS recipients,
                 EXISTS (SELECT 1 FROM email_attachments WHERE email_id = e.id) AS has_attachments,
                 d.id AS domain_id, d.name AS domain_name, d.tls AS domain_tls, d.custom_return_path AS domain_return_path,
-                d.last_sent_at AS domain_last_sent_at, d.dkim_private_key, d.development AS domain_development
+                d.last_sent_at AS domain_last_sent_at, d.dkim_private_key, d.development AS domain_development,
+                d.open_tracking AS domain_open_tracking, d.click_tracking AS domain_click_tracking
          FROM (SELECT {EMAIL_COLUMNS} FROM emails WHERE id = $1) e
          LEFT JOIN domains d ON d.id = e.domain_id AND d.team_id = e.team_id"
     )))
@@ -558,6 +592,8 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
                     domain_last_sent_at: row.domain_last_sent_at,
                     dkim_private_key,
                     development: row.domain_development.unwrap_or(false),
+                    open_tracking: row.domain_open_tracking.unwrap_or(false),
+                    click_tracking: row.domain_click_tracking.unwrap_or(false),
                 })
             }
             _ => None,

@@ -9,6 +9,7 @@ pub mod claims;
 pub mod contacts;
 pub mod domains;
 pub mod emails;
+pub mod engagements;
 pub mod events;
 pub mod idempotency;
 pub mod imports;
