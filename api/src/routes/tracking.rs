@@ -3,6 +3,7 @@
 //! Neither reads the database: the signed token names the email (and the address), and the
 //! hit goes to the tracking spool, which writes `email.opened` / `email.clicked` shortly after.
 
+use crate::error::ApiResult;
 use crate::routes::Tag;
 use crate::state::AppState;
 use poem::Request;
@@ -69,23 +70,23 @@ impl TrackingApi {
     /// A tracked link: records `email.clicked` and redirects (302) to the address the email
     /// held. The token is signed; an altered one answers 404 and records nothing.
     #[oai(path = "/click/:token", method = "get", operation_id = "track-click")]
-    async fn click(&self, state: Data<&AppState>, request: &Request, token: Path<String>) -> ClickResponse {
+    async fn click(&self, state: Data<&AppState>, request: &Request, token: Path<String>) -> ApiResult<ClickResponse> {
         let Some((email_id, url)) = schema::tracking::verify_click(&state.link_key, &token.0) else {
             let (page, cache) = not_found();
-            return ClickResponse::NotFound(page, cache);
+            return Ok(ClickResponse::NotFound(page, cache));
         };
         state.spool.push(hit(request, email_id, Some(url.clone()))).await;
-        ClickResponse::Found(url, "no-store".into(), "no-referrer".into())
+        Ok(ClickResponse::Found(url, "no-store".into(), "no-referrer".into()))
     }
 
     /// The open pixel (`image/gif`): records `email.opened`.
     #[oai(path = "/open/:token", method = "get", operation_id = "track-open")]
-    async fn open(&self, state: Data<&AppState>, request: &Request, token: Path<String>) -> OpenResponse {
+    async fn open(&self, state: Data<&AppState>, request: &Request, token: Path<String>) -> ApiResult<OpenResponse> {
         let Some(email_id) = schema::tracking::verify_open(&state.link_key, &token.0) else {
             let (page, cache) = not_found();
-            return OpenResponse::NotFound(page, cache);
+            return Ok(OpenResponse::NotFound(page, cache));
         };
         state.spool.push(hit(request, email_id, None)).await;
-        OpenResponse::Ok(Binary(PIXEL.to_vec()), "image/gif".into(), "no-store, private".into())
+        Ok(OpenResponse::Ok(Binary(PIXEL.to_vec()), "image/gif".into(), "no-store, private".into()))
     }
 }
