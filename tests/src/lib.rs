@@ -1,6 +1,7 @@
 //! The integration test harness: a fresh database per test (cloned from a migrated template),
 //! the real `herald` application on port 0, job workers on demand, and an HTTP client.
 
+pub mod bench;
 pub mod browser;
 pub mod clients;
 pub mod cloudflare;

@@ -16,14 +16,11 @@ use schema::store::emails::{self, NewEmail, NewRecipient};
 use serde_json::json;
 use sqlx::PgPool;
 use std::process::{Command, Stdio};
+use tests::bench::{free_port, setting, start_postfix_sink};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 use uuid::Uuid;
-
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -223,31 +220,11 @@ fn median(rates: &mut [f64]) -> f64 {
     rates[rates.len() / 2]
 }
 
-/// Postfix's `smtp-sink` on a free port: accepts everything and keeps nothing.
-fn start_sink(port: u16) -> anyhow::Result<std::process::Child> {
-    let mut command = Command::new("smtp-sink");
-    // As root it must drop privileges.
-    if is_root() {
-        command.args(["-u", "nobody"]);
-    }
-    let child = command.args(["-m", "1024", &format!("127.0.0.1:{port}"), "1024"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
-    std::thread::sleep(Duration::from_millis(300));
-    Ok(child)
-}
-
-fn is_root() -> bool {
-    Command::new("id").arg("-u").output().map(|o| o.stdout.starts_with(b"0")).unwrap_or(false)
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 async fn deliver() -> anyhow::Result<()> {
     let count = setting("BENCH_DELIVERIES", 5000);
     let concurrency = setting("BENCH_DELIVER_CONCURRENCY", 64) as usize;
     let port = free_port()?;
-    let mut sink = start_sink(port)?;
+    let mut sink = start_postfix_sink(port)?;
 
     // smtp-source: the same number of messages of about the same size, 32 sessions in parallel.
     let started = Instant::now();
