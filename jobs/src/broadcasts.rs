@@ -10,7 +10,7 @@ use chrono::Utc;
 use render::{Compiled, Mode};
 use schema::domain::DomainStatus;
 use schema::email::Mailbox;
-use schema::jobs::{Deliver, SendBroadcast};
+use schema::jobs::{DeliverPage, SendBroadcast};
 use schema::links::{self, Link};
 use schema::store::broadcasts::{self, Broadcast, Resolved};
 use schema::store::emails::{NewEmail, NewRecipient};
@@ -18,7 +18,6 @@ use schema::store::{contacts, domains, emails, segments, teams, templates, usage
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
-use std::time::SystemTime;
 use uuid::Uuid;
 
 /// Contacts resolved per transaction (the default of [`BroadcastSettings::page_size`]).
@@ -72,11 +71,10 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             return Ok(());
         };
         let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size).await?;
-        let (contacts_sent, new_emails): (Vec<Uuid>, Vec<NewEmail>) = page
+        let new_emails: Vec<NewEmail> = page
             .iter()
-            .filter(|r| r.excluded_reason.is_none())
-            .map(|r| (r.contact_id, ready.email_for(&broadcast, r, &link_key, settings)))
-            .unzip();
+            .filter_map(|r| Some(ready.email_for(&broadcast, r, r.email_id?, &link_key, settings)))
+            .collect();
         if !new_emails.is_empty() {
             let count = usage::Count { team_id: broadcast.team_id, emails: new_emails.len() as i32, now: Utc::now() };
             let used = emails::insert_many(&mut tx, &new_emails, Some(count)).await?;
@@ -89,11 +87,8 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
                 broadcasts::fail(&mut conn, broadcast.id, &format!("the team's {which} sending quota is used up")).await?;
                 return Ok(());
             }
-            let pairs: Vec<(Uuid, Uuid)> = contacts_sent.iter().copied().zip(new_emails.iter().map(|e| e.id)).collect();
-            broadcasts::link_emails(&mut tx, broadcast.id, &pairs).await?;
-            let now = SystemTime::now();
-            let jobs: Vec<(Deliver, SystemTime)> = new_emails.iter().map(|e| (Deliver { email_id: e.id }, now)).collect();
-            schema::jobs::enqueue_many(&mut tx, &jobs).await?;
+            let deliveries = DeliverPage { email_ids: new_emails.iter().map(|e| e.id).collect() };
+            schema::jobs::enqueue(&mut tx, &deliveries).await?;
         }
         broadcasts::advance(&mut tx, broadcast.id, end).await?;
         tx.commit().await?;
@@ -141,8 +136,12 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
                     variables.insert(key.to_string(), fallback.clone());
                 }
             }
+            // The broadcast's own subject line (required on every broadcast) over the template's
+            // bodies.
+            let subject = Compiled::from_parts(Some(&broadcast.subject), None, None)
+                .map_err(|p| anyhow::anyhow!("the subject no longer compiles: {:?}", p.first()))?;
             let compiled: Compiled = serde_json::from_value(t.compiled.clone().unwrap_or_default())?;
-            (compiled, t.has_html, t.has_text, Some((template_id, t.version.unwrap_or(1))))
+            (compiled.with_subject_of(&subject), t.has_html, t.has_text, Some((template_id, t.version.unwrap_or(1))))
         }
         None => {
             let compiled = Compiled::from_parts(Some(&broadcast.subject), broadcast.html.as_deref(), broadcast.text.as_deref())
@@ -208,7 +207,7 @@ fn with_footer(compiled: &Compiled, address: &str) -> anyhow::Result<Compiled> {
 
 impl Prepared {
     /// One contact's email.
-    fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
+    fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, id: Uuid, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
         let public = settings.public_url.trim_end_matches('/');
         let unsubscribe_url = format!("{public}/unsubscribe/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: broadcast.topic_id }));
         let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: None }));
@@ -232,7 +231,6 @@ impl Prepared {
         };
         let context = render::Context { variables: &self.variables, contact: Some(&contact), event: None };
         let rendered = self.compiled.render(&context, Mode::PerContact);
-        let id = schema::ids::new_id();
         let html = self.has_html.then_some(rendered.html);
         let text = self.has_text.then_some(rendered.text);
         let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);

@@ -14,7 +14,7 @@ use crate::dkim::DkimSigner;
 use lettre::message::header::{ContentTransferEncoding, ContentType, HeaderName, HeaderValue};
 use lettre::message::{Attachment, Body, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
 use schema::email::{Mailbox, Simulated, simulated};
-use schema::jobs::{Deliver, ResolveAmbiguous};
+use schema::jobs::{Deliver, DeliverPage, ResolveAmbiguous};
 use schema::store::emails::{self, Email, Recipient, RecipientOutcome};
 use schema::store::events::NewEvent;
 use schema::store::suppressions::{self, NewSuppression};
@@ -46,6 +46,8 @@ pub struct DeliverySettings {
 pub struct Delivery {
     pub mailer: Mailer,
     pub settings: Arc<DeliverySettings>,
+    /// Deliveries the process runs at once (`deliver_page` jobs use half each).
+    pub concurrency: usize,
     signers: Arc<Mutex<Signers>>,
     /// The link key tracking links are signed with, read once.
     link_key: Arc<tokio::sync::OnceCell<Vec<u8>>>,
@@ -56,7 +58,7 @@ type Signers = HashMap<uuid::Uuid, (String, Arc<DkimSigner>)>;
 
 impl Delivery {
     pub fn new(mailer: Mailer, settings: DeliverySettings) -> Delivery {
-        Delivery { mailer, settings: Arc::new(settings), signers: Arc::default(), link_key: Arc::default() }
+        Delivery { mailer, settings: Arc::new(settings), concurrency: 32, signers: Arc::default(), link_key: Arc::default() }
     }
 
     /// The service's link key (made by the first process that needs it).
@@ -90,6 +92,27 @@ pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, 
     match deliver(&pool, &delivery, job.email_id).await {
         Ok(()) => Ok(()),
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
+}
+
+/// Runs one `deliver_page` job: the page's emails delivered as `deliver` jobs would be, half
+/// the process's delivery concurrency at once. A failure on Herald's side retries the whole
+/// page; emails a run already delivered are skipped (nothing left to claim).
+pub async fn handle_page(job: DeliverPage, pool: Data<PgPool>, delivery: Data<Delivery>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    use futures::StreamExt;
+    let at_once = (delivery.concurrency / 2).max(1);
+    let failures: Vec<anyhow::Error> = futures::stream::iter(job.email_ids)
+        .map(|email_id| {
+            let (pool, delivery) = (&*pool, &*delivery);
+            async move { deliver(pool, delivery, email_id).await }
+        })
+        .buffer_unordered(at_once)
+        .filter_map(|result| async move { result.err() })
+        .collect()
+        .await;
+    match failures.into_iter().next() {
+        None => Ok(()),
+        Some(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
     }
 }
 

@@ -6,7 +6,7 @@ use crate::deliver::Delivery;
 use crate::domains::DomainChecker;
 use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
 use apalis_postgres::{Config, PostgresStorage};
-use schema::jobs::{Deliver, DomainSweep, Housekeeping, ImportContacts, Job, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, Job, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -83,11 +83,14 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let dispatcher = tokio::spawn(crate::webhooks::run(pool.clone(), options.webhooks.clone(), until_stopped(stopped.clone())));
-    let WorkerOptions { concurrency, deliver_concurrency, checker, delivery, broadcasts, .. } = options;
+    let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, .. } = options;
+    delivery.concurrency = deliver_concurrency;
     let monitor = Monitor::new();
     let monitor = queue_worker!(monitor, pool, Housekeeping, concurrency, crate::housekeeping::handle, []);
     let monitor = queue_worker!(monitor, pool, DomainSweep, concurrency, crate::domains::handle_sweep, [checker]);
     let monitor = queue_worker!(monitor, pool, Deliver, deliver_concurrency, crate::deliver::handle, [delivery]);
+    // Two pages at once, each delivering half the process's concurrency.
+    let monitor = queue_worker!(monitor, pool, DeliverPage, 2, crate::deliver::handle_page, [delivery]);
     let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
     let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);

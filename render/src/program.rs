@@ -231,6 +231,13 @@ impl Compiled {
         Compiled { subject: self.subject.clone(), html: join(&self.html, &other.html, true), text: join(&self.text, &other.text, false) }
     }
 
+    /// This template with `other`'s subject line instead of its own (a broadcast's subject over
+    /// its template's bodies).
+    pub fn with_subject_of(mut self, other: &Compiled) -> Compiled {
+        self.subject = other.subject.clone();
+        self
+    }
+
     /// Compiles a subject line alone (for documents).
     pub(crate) fn subject_program(subject: &str, problems: &mut Vec<Problem>) -> Program {
         plain(subject, "subject", problems)

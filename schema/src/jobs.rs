@@ -86,9 +86,30 @@ impl Job for SendBroadcast {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Delivers the emails of one page of a broadcast's fan-out: one job per page rather than one
+/// per email, so the fan-out writes one job row where it would write hundreds. Each email is
+/// delivered exactly as a [`Deliver`] job would; a rerun (a dead worker) never resends what a
+/// run already submitted.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct DeliverPage {
+    pub email_ids: Vec<uuid::Uuid>,
+}
+
+impl Job for DeliverPage {
+    const QUEUE: &'static str = "deliver_page";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Every queue Herald runs, for operators.
-pub const QUEUES: &[&str] =
-    &[Housekeeping::QUEUE, DomainSweep::QUEUE, Deliver::QUEUE, ResolveAmbiguous::QUEUE, ImportContacts::QUEUE, SendBroadcast::QUEUE];
+pub const QUEUES: &[&str] = &[
+    Housekeeping::QUEUE,
+    DomainSweep::QUEUE,
+    Deliver::QUEUE,
+    DeliverPage::QUEUE,
+    ResolveAmbiguous::QUEUE,
+    ImportContacts::QUEUE,
+    SendBroadcast::QUEUE,
+];
 
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {

@@ -251,7 +251,7 @@ async fn two_runs_of_the_fan_out_at_once_give_each_recipient_exactly_one_email()
     assert_eq!(per_contact.len(), contacts as usize);
     assert!(per_contact.iter().all(|n| *n == 1), "{per_contact:?}");
     assert_eq!(app.count(&format!("emails WHERE broadcast_id = '{id}'")).await, i64::from(contacts));
-    assert_eq!(app.count("apalis.jobs WHERE job_type = 'deliver'").await, i64::from(contacts));
+    assert_eq!(paged_deliveries(app).await, i64::from(contacts));
     assert_eq!(status_of(app, &id.to_string()).await, "sent");
 }
 
@@ -346,6 +346,17 @@ async fn many_contacts(app: &TestApp, segment_id: &str, count: i32) {
         .unwrap();
 }
 
+/// Emails the fan-out's delivery jobs (one per page) name.
+async fn paged_deliveries(app: &TestApp) -> i64 {
+    sqlx::query_scalar(
+        "SELECT COALESCE(sum(jsonb_array_length(convert_from(job, 'UTF8')::jsonb -> 'email_ids')), 0)::int8
+         FROM apalis.jobs WHERE job_type = 'deliver_page'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
 async fn broadcast_emails(app: &TestApp, id: &str) -> i64 {
     app.count(&format!("emails WHERE broadcast_id = '{id}'")).await
 }
@@ -374,7 +385,7 @@ async fn a_cancel_while_sending_stops_at_the_next_page_and_the_emails_made_still
     assert_eq!(status_of(app, &id).await, "canceled");
     let made = broadcast_emails(app, &id).await;
     assert!((5..i64::from(contacts)).contains(&made), "{made} emails");
-    assert_eq!(app.count("apalis.jobs WHERE job_type = 'deliver'").await, made, "every email made is delivered");
+    assert_eq!(paged_deliveries(app).await, made, "every email made is delivered");
     assert_eq!(app.count("broadcast_recipients").await, made, "no contact after the cancel was resolved");
     // The run after the cancel (a retry of the job) makes no more.
     let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1 };
@@ -433,4 +444,53 @@ async fn a_worker_killed_mid_fan_out_and_replaced_leaves_each_recipient_exactly_
     }
     assert!(arrivals.values().all(|n| *n == 1), "a message arrived twice");
     println!("{contacts} contacts: {at_kill} emails made before the kill, each contact given one");
+}
+
+#[tokio::test]
+async fn a_template_broadcast_renders_each_contact_s_show_when_blocks_under_the_broadcast_s_subject() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    app.patch("/team", json!({ "postal_address": address() })).await;
+    let segment_id = segment(app).await;
+    app.post("/contact-properties", json!({ "key": "plan", "type": "string" })).await;
+    for (name, plan) in [("pro", "pro"), ("free", "free")] {
+        let body = json!({ "email": format!("{name}@{RECIPIENT_DOMAIN}"), "first_name": name.to_uppercase(),
+            "properties": { "plan": plan }, "segments": [{ "id": segment_id }] });
+        assert_eq!(app.post("/contacts", body).await.status, 201);
+    }
+    let document = json!({ "kind": "svc.blocks", "version": 1, "lang": "en", "sections": [{ "columns": [{ "blocks": [
+        { "type": "text", "text": "Hello {{{FIRST_NAME|friend}}}" },
+        { "type": "text", "text": "Your pro perks", "show_when": { "match": "all", "conditions": [{ "field": "properties.plan", "op": "eq", "value": "pro" }] } },
+    ] }] }] });
+    let template = app.post("/templates", json!({ "name": "Perks", "subject": "The template's subject", "document": document })).await;
+    assert_eq!(template.status, 201, "{}", template.body);
+    let template_id = template.body["id"].as_str().unwrap().to_string();
+    assert_eq!(app.post(&format!("/templates/{template_id}/publish"), json!({})).await.status, 200);
+
+    let created = app
+        .post(
+            "/broadcasts",
+            json!({ "from": format!("news@{SENDING_DOMAIN}"), "subject": "Perks for {{{FIRST_NAME}}}", "segment_id": segment_id,
+                "template": { "id": template_id }, "send": true, "acknowledge_checks": true }),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    mail.sink.wait_for(2, Duration::from_secs(30)).await;
+    eventually(|| async { (status_of(app, &id).await == "sent").then_some(()) }).await;
+    let emails: Vec<(String, String, Option<String>, Option<i32>)> = sqlx::query_as(
+        "SELECT r.email, e.subject, e.html, e.template_version FROM emails e JOIN email_recipients r ON r.email_id = e.id
+         WHERE e.broadcast_id = $1::uuid ORDER BY r.email",
+    )
+    .bind(&id)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let [(_, free_subject, free_html, version), (_, pro_subject, pro_html, _)] = emails.as_slice() else { panic!("{emails:?}") };
+    assert_eq!((free_subject.as_str(), pro_subject.as_str()), ("Perks for FREE", "Perks for PRO"));
+    assert_eq!(*version, Some(1));
+    let (free_html, pro_html) = (free_html.as_deref().unwrap(), pro_html.as_deref().unwrap());
+    assert!(pro_html.contains("Hello PRO") && pro_html.contains("Your pro perks"), "{pro_html}");
+    assert!(free_html.contains("Hello FREE") && !free_html.contains("Your pro perks"), "{free_html}");
+    assert!(free_html.contains("/unsubscribe/"), "the footer is added to a template without an unsubscribe link");
 }

@@ -195,6 +195,8 @@ pub struct Resolved {
     pub excluded_reason: Option<String>,
     /// Every live topic of the team to the contact's effective opt-in: `{ topic_id: bool }`.
     pub topics: Value,
+    /// The id the contact's email takes (recorded with the recipient); `None` when excluded.
+    pub email_id: Option<Uuid>,
 }
 
 /// Resolves the next page of a send: the segment's members after `after` (by id), each
@@ -247,15 +249,15 @@ pub async fn resolve_page(
     query.push(
         "END AS excluded_reason FROM page p
          ), recorded AS (
-             INSERT INTO broadcast_recipients (broadcast_id, contact_id, email, excluded_reason)
+             INSERT INTO broadcast_recipients (broadcast_id, contact_id, email, excluded_reason, email_id)
              SELECT ",
     );
     query.push_bind(broadcast.id);
     query.push(
-        ", j.id, j.email, j.excluded_reason FROM judged j
-             ON CONFLICT (broadcast_id, contact_id) DO NOTHING RETURNING contact_id
+        ", j.id, j.email, j.excluded_reason, CASE WHEN j.excluded_reason IS NULL THEN herald_uuid_v7() END FROM judged j
+             ON CONFLICT (broadcast_id, contact_id) DO NOTHING RETURNING contact_id, email_id
          )
-         SELECT j.id AS contact_id, j.email, j.first_name, j.last_name, j.properties, j.created_at, j.excluded_reason, j.topics
+         SELECT j.id AS contact_id, j.email, j.first_name, j.last_name, j.properties, j.created_at, j.excluded_reason, j.topics, r.email_id
          FROM judged j JOIN recorded r ON r.contact_id = j.id ORDER BY j.id",
     );
     query.build_query_as().fetch_all(conn).await
@@ -274,21 +276,6 @@ pub async fn page_end(conn: &mut PgConnection, broadcast: &Broadcast, membership
     query.build_query_scalar().fetch_optional(conn).await
 }
 
-/// Links recipients to the emails created for them.
-pub async fn link_emails(conn: &mut PgConnection, broadcast_id: Uuid, pairs: &[(Uuid, Uuid)]) -> sqlx::Result<()> {
-    let contacts: Vec<Uuid> = pairs.iter().map(|(c, _)| *c).collect();
-    let emails: Vec<Uuid> = pairs.iter().map(|(_, e)| *e).collect();
-    sqlx::query(
-        "UPDATE broadcast_recipients r SET email_id = v.email_id FROM unnest($2::uuid[], $3::uuid[]) AS v(contact_id, email_id)
-         WHERE r.broadcast_id = $1 AND r.contact_id = v.contact_id",
-    )
-    .bind(broadcast_id)
-    .bind(&contacts)
-    .bind(&emails)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
 
 /// Counts of a broadcast's recipients by outcome.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]
