@@ -216,10 +216,7 @@ pub async fn resolve_page(
              FROM contacts c WHERE c.team_id = ",
     );
     query.push_bind(broadcast.team_id).push(" AND ");
-    membership.push_members(&mut query);
-    if let Some(after) = after {
-        query.push(" AND c.id > ").push_bind(after);
-    }
+    membership.push_members_after(&mut query, after);
     query.push(" ORDER BY c.id LIMIT ").push_bind(limit);
     query.push(
         "), judged AS (
@@ -268,10 +265,7 @@ pub async fn resolve_page(
 pub async fn page_end(conn: &mut PgConnection, broadcast: &Broadcast, membership: &Membership, after: Option<Uuid>, limit: i64) -> sqlx::Result<Option<Uuid>> {
     let mut query = QueryBuilder::new("SELECT id FROM (SELECT c.id FROM contacts c WHERE c.team_id = ");
     query.push_bind(broadcast.team_id).push(" AND ");
-    membership.push_members(&mut query);
-    if let Some(after) = after {
-        query.push(" AND c.id > ").push_bind(after);
-    }
+    membership.push_members_after(&mut query, after);
     query.push(" ORDER BY c.id LIMIT ").push_bind(limit).push(") page ORDER BY id DESC LIMIT 1");
     query.build_query_scalar().fetch_optional(conn).await
 }

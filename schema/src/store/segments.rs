@@ -181,20 +181,33 @@ pub async fn membership(conn: &mut PgConnection, segment: &Segment) -> sqlx::Res
 }
 
 impl Membership {
-    /// `(filter OR explicitly added)` over the contact `c`, for a query of the store.
-    pub fn push_members(&self, query: &mut QueryBuilder<Postgres>) {
-        self.push_sql(query);
+    /// The members among contacts `c` with ids after `after` (a page of a walk by id):
+    /// `(filter OR explicitly added) AND c.id > after`. The bound is repeated on the explicit
+    /// members, so the join starts at the cursor instead of reading every earlier member.
+    pub fn push_members_after(&self, query: &mut QueryBuilder<Postgres>, after: Option<Uuid>) {
+        self.push_bounded(query, after);
+        if let Some(after) = after {
+            query.push(" AND c.id > ").push_bind(after);
+        }
     }
 
     /// `(filter OR explicitly added)` over the contact `c`.
     fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
+        self.push_bounded(query, None);
+    }
+
+    fn push_bounded(&self, query: &mut QueryBuilder<Postgres>, after: Option<Uuid>) {
         query.push("(");
         if let Some(filter) = &self.filter {
             filter.push_sql(query);
             query.push(" OR ");
         }
         query.push("EXISTS (SELECT 1 FROM segment_members m WHERE m.segment_id = ").push_bind(self.segment_id);
-        query.push(" AND m.contact_id = c.id))");
+        query.push(" AND m.contact_id = c.id");
+        if let Some(after) = after {
+            query.push(" AND m.contact_id > ").push_bind(after);
+        }
+        query.push("))");
     }
 }
 

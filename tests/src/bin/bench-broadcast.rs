@@ -28,23 +28,6 @@ async fn main() -> anyhow::Result<()> {
     let (team_id, key, domain_id) = team(&pool).await?;
     let segment_id = audience(&pool, team_id, contacts).await?;
     let straight = straight_insert(&pool, team_id, domain_id, segment_id).await?;
-    if std::env::var("BENCH_FANOUT_ONLY").is_ok() {
-        let config = tests::test_config(&database_url);
-        let relaxed = schema::connect_relaxed(&database_url, 4).await?;
-        let app = api::app::Application::build_with(config.clone(), pool.clone(), relaxed).await?;
-        let base = format!("http://127.0.0.1:{}", app.port());
-        tokio::spawn(app.run(std::future::pending()));
-        let created = reqwest::Client::new().post(format!("{base}/broadcasts")).bearer_auth(&key).header("user-agent", "b")
-            .json(&json!({ "name": "Bench", "from": "Bench <news@news.bench.test>", "subject": "Autumn sale, {{{FIRST_NAME|friend}}}",
-                "segment_id": segment_id, "html": HTML, "send": true, "acknowledge_checks": true })).send().await?;
-        let id: Uuid = created.json::<serde_json::Value>().await?["id"].as_str().unwrap_or_default().parse()?;
-        let settings = jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone(), page_size: setting("BENCH_PAGE", 500) as i64 };
-        let started = Instant::now();
-        jobs::broadcasts::run(&pool, &settings, id).await?;
-        println!("fan-out alone {:.2} s, straight {straight:.2} s", started.elapsed().as_secs_f64());
-        return Ok(());
-    }
-
     let mut config = tests::test_config(&database_url);
     config.db_max_connections = 20;
     config.rate_limit_capacity = 1_000_000_000;
