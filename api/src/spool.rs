@@ -73,7 +73,7 @@ impl Spool {
             Ok(()) => {}
             Err(TrySendError::Full(item)) => {
                 let sender = self.sender.clone();
-                if tokio::task::spawn_blocking(move || sender.send(item)).await.map_or(true, |sent| sent.is_err()) {
+                if !tokio::task::spawn_blocking(move || sender.send(item).is_ok()).await.unwrap_or(false) {
                     tracing::error!("the tracking spool writer has stopped; a hit was not recorded");
                     return;
                 }
@@ -97,7 +97,7 @@ impl SpoolTask {
         let _ = self.drain.await;
         let (ack, flushed) = oneshot::channel();
         let sender = self.sender.clone();
-        if tokio::task::spawn_blocking(move || sender.send(Command::Flush(ack))).await.is_ok_and(|sent| sent.is_ok()) {
+        if tokio::task::spawn_blocking(move || sender.send(Command::Flush(ack)).is_ok()).await.unwrap_or(false) {
             let _ = flushed.await;
         }
         if let Err(error) = drain_once(&self.dir, &self.pool).await {
@@ -131,6 +131,12 @@ impl Segment {
     }
 }
 
+fn close(segment: &mut Option<Segment>) {
+    if let Some(open) = segment.take() {
+        open.close();
+    }
+}
+
 fn write_segments(dir: &Path, receiver: Receiver<Command>) {
     let mut segment: Option<Segment> = None;
     let mut line = Vec::with_capacity(64 * 1024);
@@ -142,16 +148,16 @@ fn write_segments(dir: &Path, receiver: Receiver<Command>) {
         let first = match first {
             Ok(Command::Write(item)) => item,
             Ok(Command::Flush(ack)) => {
-                segment.take().map(Segment::close);
+                close(&mut segment);
                 let _ = ack.send(());
                 continue;
             }
             Err(RecvTimeoutError::Timeout) => {
-                segment.take().map(Segment::close);
+                close(&mut segment);
                 continue;
             }
             Err(RecvTimeoutError::Disconnected) => {
-                segment.take().map(Segment::close);
+                close(&mut segment);
                 return;
             }
         };
@@ -184,11 +190,11 @@ fn write_segments(dir: &Path, receiver: Receiver<Command>) {
             }),
             Err(error) => {
                 tracing::error!(%error, dir = %dir.display(), "writing to the tracking spool failed");
-                segment.take().map(Segment::close);
+                close(&mut segment);
             }
         }
         if flush.is_some() || segment.as_ref().is_some_and(|open| open.opened.elapsed() >= SEGMENT_SECONDS) {
-            segment.take().map(Segment::close);
+            close(&mut segment);
         }
         if let Some(ack) = flush {
             let _ = ack.send(());
