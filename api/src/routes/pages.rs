@@ -16,6 +16,19 @@ pub struct PagesApi;
 /// styles and https or inline images.
 pub const PAGE_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; frame-src 'self'; base-uri 'none'; form-action 'none'";
 
+/// Who made a request to a page (kept with consent records and engagement events): the peer's
+/// IP address and the User-Agent, cut to 500 characters.
+pub fn visitor(request: &poem::Request) -> (Option<String>, Option<String>) {
+    let ip_address = request.remote_addr().as_socket_addr().map(|addr| addr.ip().to_string());
+    let user_agent = request.header("user-agent").map(|agent| agent.chars().take(500).collect());
+    (ip_address, user_agent)
+}
+
+/// The page of an unknown, expired or revoked link.
+pub fn not_found_page() -> String {
+    document("Link not found", "<main><h1>This link does not work</h1><p>It may have expired or been revoked. Ask the sender for a new one.</p></main>")
+}
+
 /// A hosted page or the page that says it is not there.
 #[derive(ApiResponse)]
 pub enum PageResponse {
@@ -47,10 +60,7 @@ impl PageResponse {
     }
 
     pub fn not_found() -> Self {
-        PageResponse::NotFound(
-            Html(document("Link not found", "<main><h1>This link does not work</h1><p>It may have expired or been revoked. Ask the sender for a new one.</p></main>")),
-            "no-store".into(),
-        )
+        PageResponse::NotFound(Html(not_found_page()), "no-store".into())
     }
 }
 

@@ -131,8 +131,7 @@ async fn shown_topics(conn: &mut PgConnection, contact: &Contact) -> ApiResult<V
 }
 
 fn origin(request: &Request, source: &'static str) -> Origin {
-    let ip_address = request.remote_addr().as_socket_addr().map(|addr| addr.ip().to_string());
-    let user_agent = request.header("user-agent").map(|agent| agent.chars().take(500).collect());
+    let (ip_address, user_agent) = crate::routes::pages::visitor(request);
     Origin { source, ip_address, user_agent }
 }
 

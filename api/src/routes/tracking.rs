@@ -49,20 +49,13 @@ pub enum OpenResponse {
 }
 
 fn not_found() -> (Html<String>, String) {
-    let page = crate::routes::pages::document("Link not found", "<main><h1>This link does not work</h1></main>");
-    (Html(page), "no-store".into())
+    (Html(crate::routes::pages::not_found_page()), "no-store".into())
 }
 
-/// Who followed the link, as document C's `ipAddress` and `userAgent`.
+/// A hit on the link, with who followed it (document C's `ipAddress` and `userAgent`).
 fn hit(request: &Request, email_id: uuid::Uuid, link: Option<String>) -> Hit {
-    Hit {
-        id: schema::ids::new_id(),
-        email_id,
-        link,
-        ip_address: request.remote_addr().as_socket_addr().map(|addr| addr.ip().to_string()),
-        user_agent: request.header("user-agent").map(|agent| agent.chars().take(500).collect()),
-        at: chrono::Utc::now(),
-    }
+    let (ip_address, user_agent) = crate::routes::pages::visitor(request);
+    Hit { id: schema::ids::new_id(), email_id, link, ip_address, user_agent, at: chrono::Utc::now() }
 }
 
 #[poem_openapi::OpenApi(tag = "Tag::Pages")]
