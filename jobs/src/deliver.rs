@@ -15,7 +15,7 @@ use lettre::message::header::{ContentTransferEncoding, ContentType, HeaderName, 
 use lettre::message::{Attachment, Body, Mailbox as LettreMailbox, Message, MultiPart, SinglePart};
 use schema::email::{Mailbox, Simulated, simulated};
 use schema::jobs::{Deliver, DeliverPage, ResolveAmbiguous};
-use schema::store::emails::{self, Email, Recipient, RecipientOutcome};
+use schema::store::emails::{self, Email, EmailOutcome, Recipient, RecipientOutcome};
 use schema::store::events::NewEvent;
 use schema::store::suppressions::{self, NewSuppression};
 use schema::store::{domains, events};
@@ -89,24 +89,26 @@ impl Delivery {
 
 /// Runs one `deliver` job; a failure on Herald's side (the database) retries later.
 pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match deliver(&pool, &delivery, job.email_id).await {
+    match deliver(&pool, &delivery, &[job.email_id]).await {
         Ok(()) => Ok(()),
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
     }
 }
 
-/// Runs one `deliver_page` job: the page's emails delivered as `deliver` jobs would be, half
-/// the process's delivery concurrency at once. A failure on Herald's side retries the whole
-/// page; emails a run already delivered are skipped (nothing left to claim).
+/// Runs one `deliver_page` job: the page's emails delivered in batches, two batches at once,
+/// so the job keeps half the process's delivery concurrency busy while one batch's outcomes
+/// are written. A failure on Herald's side retries the whole page; emails a run already
+/// delivered are skipped (nothing left to claim).
 pub async fn handle_page(job: DeliverPage, pool: Data<PgPool>, delivery: Data<Delivery>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
     use futures::StreamExt;
-    let at_once = (delivery.concurrency / 2).max(1);
-    let failures: Vec<anyhow::Error> = futures::stream::iter(job.email_ids)
-        .map(|email_id| {
+    let batch = (delivery.concurrency / 4).max(1);
+    let batches: Vec<Vec<uuid::Uuid>> = job.email_ids.chunks(batch).map(<[uuid::Uuid]>::to_vec).collect();
+    let failures: Vec<anyhow::Error> = futures::stream::iter(batches)
+        .map(|email_ids| {
             let (pool, delivery) = (&*pool, &*delivery);
-            async move { deliver(pool, delivery, email_id).await }
+            async move { deliver(pool, delivery, &email_ids).await }
         })
-        .buffer_unordered(at_once)
+        .buffer_unordered(2)
         .filter_map(|result| async move { result.err() })
         .collect()
         .await;
@@ -116,37 +118,99 @@ pub async fn handle_page(job: DeliverPage, pool: Data<PgPool>, delivery: Data<De
     }
 }
 
-/// Delivers the email's pending recipients and records what happened. The signed message is
-/// built before the claim, so a failure there leaves no recipient `sending`.
-pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -> anyhow::Result<()> {
+/// Delivers emails' pending recipients and records what happened: the emails are read in one
+/// statement, each message is built and signed before the claim (so a failure there leaves no
+/// recipient `sending`), all are claimed in one statement, the emails are submitted at once
+/// (each email's recipients one after another), and every outcome is written in one
+/// transaction.
+pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid]) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let Some(material) = emails::for_delivery(&mut conn, email_id).await? else { return Ok(()) };
-    let attachments =
-        if material.has_attachments { emails::attachment_contents(&mut conn, email_id).await? } else { Vec::new() };
+    let materials = emails::for_delivery(&mut conn, email_ids).await?;
+    let mut attachments = HashMap::new();
+    for material in materials.iter().filter(|m| m.has_attachments) {
+        attachments.insert(material.email.id, emails::attachment_contents(&mut conn, material.email.id).await?);
+    }
     drop(conn);
-    let domain = material.domain;
-    // A deleted domain's mail fails; otherwise the message is signed once for every recipient.
-    let signed = match &domain {
-        Some(domain) => {
-            let signer = delivery.signer(domain.domain_id, &domain.domain_name, &domain.dkim_private_key)?;
-            let mut email = material.email.clone();
-            if let Some(html) = email.html.as_deref().filter(|_| domain.open_tracking || domain.click_tracking) {
-                let key = delivery.link_key(pool).await?;
-                email.html = Some(tracked_html(html, email_id, domain, key, &delivery.settings.public_url));
-            }
-            // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
-            let recipients = material.recipients;
-            let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
-                let message = build_message(&email, &recipients, &attachments)?;
-                signer.sign(&message.formatted(), Utc::now().timestamp())
-            })
-            .await??;
-            Some(bytes)
-        }
-        None => None,
-    };
+    let mut signing = Vec::new();
+    for material in materials {
+        let attachments = attachments.remove(&material.email.id).unwrap_or_default();
+        signing.push(async move {
+            let bytes = sign(pool, delivery, &material, attachments).await?;
+            Ok::<_, anyhow::Error>((material.email.id, (bytes, material.domain)))
+        });
+    }
+    let mut signed: HashMap<uuid::Uuid, (Option<Vec<u8>>, Option<emails::SendingDomain>)> =
+        futures::future::try_join_all(signing).await?.into_iter().collect();
+    if signed.is_empty() {
+        return Ok(());
+    }
 
-    let Some(claimed) = emails::claim(&mut *pool.acquire().await?, email_id).await? else { return Ok(()) };
+    let ids: Vec<uuid::Uuid> = signed.keys().copied().collect();
+    let claimed = emails::claim(&mut *pool.acquire().await?, &ids).await?;
+    let mut submissions = Vec::new();
+    for claimed in claimed {
+        let (bytes, domain) = signed.remove(&claimed.email.id).unwrap_or_default();
+        submissions.push(submit(delivery, claimed, bytes, domain));
+    }
+    let submitted: Vec<Submitted> = futures::future::try_join_all(submissions).await?;
+    if submitted.iter().all(|s| s.results.is_empty()) {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    for s in submitted.iter().filter(|s| !s.outbox.is_empty()) {
+        if let Some(bytes) = &s.bytes {
+            schema::store::outbox::insert(&mut tx, s.email.team_id, s.email.id, &s.outbox, bytes).await?;
+        }
+    }
+    record(&mut tx, &delivery.settings, submitted).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The email's signed message, tracked when its domain says so; `None` once its domain is
+/// deleted (its mail then fails).
+async fn sign(
+    pool: &PgPool,
+    delivery: &Delivery,
+    material: &emails::DeliveryMaterial,
+    attachments: Vec<emails::AttachmentContent>,
+) -> anyhow::Result<Option<Vec<u8>>> {
+    let Some(domain) = &material.domain else { return Ok(None) };
+    let signer = delivery.signer(domain.domain_id, &domain.domain_name, &domain.dkim_private_key)?;
+    let mut email = material.email.clone();
+    if let Some(html) = email.html.as_deref().filter(|_| domain.open_tracking || domain.click_tracking) {
+        let key = delivery.link_key(pool).await?;
+        email.html = Some(tracked_html(html, email.id, domain, key, &delivery.settings.public_url));
+    }
+    // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
+    let recipients = material.recipients.clone();
+    let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
+        let message = build_message(&email, &recipients, &attachments)?;
+        signer.sign(&message.formatted(), Utc::now().timestamp())
+    })
+    .await??;
+    Ok(Some(bytes))
+}
+
+/// One claimed email's submission results.
+struct Submitted {
+    email: Email,
+    domain: Option<emails::SendingDomain>,
+    bytes: Option<Vec<u8>>,
+    results: Vec<(Recipient, Result<Outcome, Simulated>)>,
+    /// Addresses kept in the development outbox.
+    outbox: Vec<String>,
+}
+
+/// Submits a claimed email to its recipients, one after another. Recipients an earlier run
+/// left `sending` are ambiguous and never sent again.
+async fn submit(
+    delivery: &Delivery,
+    claimed: emails::Claimed,
+    bytes: Option<Vec<u8>>,
+    domain: Option<emails::SendingDomain>,
+) -> anyhow::Result<Submitted> {
+    let email_id = claimed.email.id;
     let mut results: Vec<(Recipient, Result<Outcome, Simulated>)> = claimed
         .interrupted
         .into_iter()
@@ -154,7 +218,7 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         .collect();
     let mut outbox = Vec::new();
     for recipient in claimed.to_send {
-        let (Some(domain), Some(bytes)) = (&domain, &signed) else {
+        let (Some(domain), Some(bytes)) = (&domain, &bytes) else {
             let response = "the sending domain was deleted".to_string();
             results.push((recipient, Ok(Outcome::Refused { reason: "domain_deleted", response })));
             continue;
@@ -176,17 +240,7 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_id: uuid::Uuid) -
         let outcome = delivery.mailer.send(&envelope).await;
         results.push((recipient, Ok(outcome)));
     }
-    if results.is_empty() {
-        return Ok(());
-    }
-    let mut tx = pool.begin().await?;
-    if let (false, Some(bytes)) = (outbox.is_empty(), &signed) {
-        schema::store::outbox::insert(&mut tx, claimed.email.team_id, email_id, &outbox, bytes).await?;
-    }
-    let recently_sent = domain.and_then(|d| d.domain_last_sent_at).is_some_and(|at| Utc::now() - at < chrono::TimeDelta::minutes(1));
-    record(&mut tx, &delivery.settings, &claimed.email, results, recently_sent).await?;
-    tx.commit().await?;
-    Ok(())
+    Ok(Submitted { email: claimed.email, domain, bytes, results, outbox })
 }
 
 /// The HTML body of tracked mail: with click tracking each http(s) link (except Herald's own
@@ -368,64 +422,77 @@ fn decide(result: &Result<Outcome, Simulated>, attempts: i32, settings: &Deliver
     }
 }
 
-/// Writes the results of one run: recipients, events, suppressions, the next retry, the
-/// ambiguity check and the domain's last send (unless one was recorded within the minute).
-async fn record(
-    conn: &mut PgConnection,
-    settings: &DeliverySettings,
-    email: &Email,
-    results: Vec<(Recipient, Result<Outcome, Simulated>)>,
-    domain_recently_sent: bool,
-) -> anyhow::Result<()> {
+/// Writes the results of one run over several emails: recipients, events, suppressions, each
+/// email's next retry and ambiguity check, and each domain's last send (unless one was
+/// recorded within the minute).
+async fn record(conn: &mut PgConnection, settings: &DeliverySettings, submitted: Vec<Submitted>) -> anyhow::Result<()> {
     let mut outcomes = Vec::new();
     let mut new_events = Vec::new();
     let mut suppress = Vec::new();
-    let mut retry_after: Option<Duration> = None;
-    let mut ambiguous = false;
-    let mut last_event = None;
-    let mut failed_reason = None;
-    let mut sent = false;
-    for (recipient, result) in &results {
-        let decision = decide(result, recipient.attempts, settings, email);
-        for (event_type, extra) in &decision.events {
-            new_events.push(NewEvent {
-                team_id: email.team_id,
-                event_type,
-                data: email.event_data(&[recipient.email.as_str()], extra.clone()),
-                email_id: Some(email.id),
-            });
-            last_event = Some(event_type.trim_start_matches("email."));
+    let mut retries = Vec::new();
+    let mut ambiguous_emails = Vec::new();
+    let mut sent_domains: Vec<uuid::Uuid> = Vec::new();
+    for Submitted { email, domain, results, .. } in &submitted {
+        let mut recipients = Vec::new();
+        let mut retry_after: Option<Duration> = None;
+        let mut ambiguous = false;
+        let mut last_event = None;
+        let mut failed_reason = None;
+        let mut sent = false;
+        for (recipient, result) in results {
+            let decision = decide(result, recipient.attempts, settings, email);
+            for (event_type, extra) in &decision.events {
+                new_events.push(NewEvent {
+                    team_id: email.team_id,
+                    event_type,
+                    data: email.event_data(&[recipient.email.as_str()], extra.clone()),
+                    email_id: Some(email.id),
+                });
+                last_event = Some(event_type.trim_start_matches("email."));
+            }
+            if decision.suppress {
+                suppress.push(NewSuppression { team_id: email.team_id, email: recipient.email.clone(), origin: "bounce", source_id: Some(email.id) });
+            }
+            if let Some(wait) = decision.retry_after {
+                retry_after = Some(retry_after.map_or(wait, |w: Duration| w.min(wait)));
+            }
+            ambiguous |= decision.ambiguous;
+            sent |= matches!(decision.status, "sent" | "delivered" | "complained") || decision.ambiguous;
+            failed_reason = failed_reason.or(decision.failed_reason);
+            recipients.push(RecipientOutcome { position: recipient.position, status: decision.status, response: decision.response });
         }
-        if decision.suppress {
-            suppress.push(NewSuppression { team_id: email.team_id, email: recipient.email.clone(), origin: "bounce", source_id: Some(email.id) });
+        if !recipients.is_empty() {
+            outcomes.push(EmailOutcome { email_id: email.id, recipients, last_event, failed_reason });
         }
-        if let Some(wait) = decision.retry_after {
-            retry_after = Some(retry_after.map_or(wait, |w: Duration| w.min(wait)));
+        retries.extend(retry_after.map(|wait| (email.id, wait)));
+        if ambiguous {
+            ambiguous_emails.push(email.id);
         }
-        ambiguous |= decision.ambiguous;
-        sent |= matches!(decision.status, "sent" | "delivered" | "complained") || decision.ambiguous;
-        failed_reason = failed_reason.or(decision.failed_reason);
-        outcomes.push(RecipientOutcome { position: recipient.position, status: decision.status, response: decision.response });
+        let recently_sent = domain.as_ref().and_then(|d| d.domain_last_sent_at).is_some_and(|at| Utc::now() - at < chrono::TimeDelta::minutes(1));
+        if let (true, false, Some(domain_id)) = (sent, recently_sent, email.domain_id)
+            && !sent_domains.contains(&domain_id)
+        {
+            sent_domains.push(domain_id);
+        }
     }
-    emails::record_outcomes(conn, email.id, &outcomes, last_event, failed_reason).await?;
+    emails::record_outcomes(conn, &outcomes).await?;
     let added = suppressions::add(conn, &suppress).await?;
     for (suppression, _) in added.iter().filter(|(_, added)| *added) {
         new_events.push(NewEvent {
-            team_id: email.team_id,
+            team_id: suppression.team_id,
             event_type: "suppression.added",
             data: suppression.event_data(),
             email_id: None,
         });
     }
     events::emit(conn, &new_events).await?;
-    if let Some(wait) = retry_after {
-        schema::jobs::enqueue_at(conn, &Deliver { email_id: email.id }, SystemTime::now() + wait).await?;
+    for (email_id, wait) in retries {
+        schema::jobs::enqueue_at(conn, &Deliver { email_id }, SystemTime::now() + wait).await?;
     }
-    if ambiguous {
-        schema::jobs::enqueue_at(conn, &ResolveAmbiguous { email_id: email.id }, SystemTime::now() + settings.ambiguous_window)
-            .await?;
+    for email_id in ambiguous_emails {
+        schema::jobs::enqueue_at(conn, &ResolveAmbiguous { email_id }, SystemTime::now() + settings.ambiguous_window).await?;
     }
-    if sent && !domain_recently_sent && let Some(domain_id) = email.domain_id {
+    for domain_id in sent_domains {
         domains::mark_sent(conn, domain_id, Utc::now()).await?;
     }
     Ok(())
@@ -448,9 +515,10 @@ pub async fn resolve_ambiguous(pool: &PgPool, email_id: uuid::Uuid) -> anyhow::R
     if pending.is_empty() {
         return Ok(());
     }
-    let outcomes: Vec<RecipientOutcome> =
+    let recipients: Vec<RecipientOutcome> =
         pending.iter().map(|r| RecipientOutcome { position: r.position, status: "failed", response: None }).collect();
-    emails::record_outcomes(&mut tx, email_id, &outcomes, Some("failed"), Some("ambiguous_submission")).await?;
+    let outcome = EmailOutcome { email_id, recipients, last_event: Some("failed"), failed_reason: Some("ambiguous_submission") };
+    emails::record_outcomes(&mut tx, &[outcome]).await?;
     let to: Vec<&str> = pending.iter().map(|r| r.email.as_str()).collect();
     let event = NewEvent {
         team_id: email.team_id,

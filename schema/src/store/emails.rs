@@ -103,32 +103,42 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
         usage::push_count(&mut query, count);
         query.push(", ");
     }
+    // Columns as arrays through `unnest`: one statement text whatever the page size, so it is
+    // parsed and planned once per connection, and binding is one array per column.
+    fn column<'a, T>(emails: &'a [NewEmail], f: impl Fn(&'a NewEmail) -> T) -> Vec<T> {
+        emails.iter().map(f).collect()
+    }
     query.push(
         "e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
-            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id) ",
+            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id)
+         SELECT id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
+                ARRAY(SELECT jsonb_array_elements_text(reply_to)), headers, tags, message_id, last_event, scheduled_at, size_bytes,
+                created_at, template_id, template_version, broadcast_id
+         FROM unnest(",
     );
-    query.push_values(emails, |mut row, email| {
-        row.push_bind(email.id)
-            .push_bind(email.team_id)
-            .push_bind(email.api_key_id)
-            .push_bind(email.domain_id)
-            .push_bind(&email.from_header)
-            .push_bind(&email.from_email)
-            .push_bind(&email.subject)
-            .push_bind(&email.html)
-            .push_bind(&email.text)
-            .push_bind(&email.reply_to)
-            .push_bind(&email.headers)
-            .push_bind(&email.tags)
-            .push_bind(&email.message_id)
-            .push_bind(email.first_event())
-            .push_bind(email.scheduled_at)
-            .push_bind(email.size_bytes)
-            .push_bind(email.created_at)
-            .push_bind(email.template.map(|(id, _)| id))
-            .push_bind(email.template.map(|(_, version)| version))
-            .push_bind(email.broadcast_id);
-    });
+    query.push_bind(column(emails, |e| e.id)).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.team_id)).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.api_key_id)).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.domain_id)).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.from_header.as_str())).push("::text[], ");
+    query.push_bind(column(emails, |e| e.from_email.as_str())).push("::text[], ");
+    query.push_bind(column(emails, |e| e.subject.as_str())).push("::text[], ");
+    query.push_bind(column(emails, |e| e.html.as_deref())).push("::text[], ");
+    query.push_bind(column(emails, |e| e.text.as_deref())).push("::text[], ");
+    query.push_bind(column(emails, |e| json!(e.reply_to))).push("::jsonb[], ");
+    query.push_bind(column(emails, |e| &e.headers)).push("::jsonb[], ");
+    query.push_bind(column(emails, |e| &e.tags)).push("::jsonb[], ");
+    query.push_bind(column(emails, |e| e.message_id.as_str())).push("::text[], ");
+    query.push_bind(column(emails, NewEmail::first_event)).push("::text[], ");
+    query.push_bind(column(emails, |e| e.scheduled_at)).push("::timestamptz[], ");
+    query.push_bind(column(emails, |e| e.size_bytes)).push("::int4[], ");
+    query.push_bind(column(emails, |e| e.created_at)).push("::timestamptz[], ");
+    query.push_bind(column(emails, |e| e.template.map(|(id, _)| id))).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.template.map(|(_, version)| version))).push("::int4[], ");
+    query.push_bind(column(emails, |e| e.broadcast_id)).push(
+        "::uuid[]) AS u(id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to, headers, tags,
+                        message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id)",
+    );
     // The recipients reference their email: the CTE's rows exist when the outer insert's
     // foreign keys are checked (at the end of the statement).
     query.push(
@@ -539,7 +549,7 @@ pub struct SendingDomain {
     pub click_tracking: bool,
 }
 
-/// What delivering an email needs, read in one statement.
+/// What delivering an email needs.
 #[derive(Debug)]
 pub struct DeliveryMaterial {
     pub email: Email,
@@ -549,8 +559,9 @@ pub struct DeliveryMaterial {
     pub has_attachments: bool,
 }
 
-/// Reads an email, its recipients and its domain's sending settings and key.
-pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Option<DeliveryMaterial>> {
+/// Reads emails, their recipients and their domains' sending settings and keys, in one
+/// statement. Emails that are gone are left out.
+pub async fn for_delivery(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<Vec<DeliveryMaterial>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         #[sqlx(flatten)]
@@ -567,7 +578,7 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
         domain_open_tracking: Option<bool>,
         domain_click_tracking: Option<bool>,
     }
-    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT e.*,
                 COALESCE((SELECT json_agg(r ORDER BY r.position) FROM
                     (SELECT {RECIPIENT_COLUMNS} FROM email_recipients WHERE email_id = e.id) r), '[]') AS recipients,
@@ -575,31 +586,34 @@ pub async fn for_delivery(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Resu
                 d.id AS domain_id, d.name AS domain_name, d.tls AS domain_tls, d.custom_return_path AS domain_return_path,
                 d.last_sent_at AS domain_last_sent_at, d.dkim_private_key, d.development AS domain_development,
                 d.open_tracking AS domain_open_tracking, d.click_tracking AS domain_click_tracking
-         FROM (SELECT {EMAIL_COLUMNS} FROM emails WHERE id = $1) e
+         FROM (SELECT {EMAIL_COLUMNS} FROM emails WHERE id = ANY($1)) e
          LEFT JOIN domains d ON d.id = e.domain_id AND d.team_id = e.team_id"
     )))
-    .bind(email_id)
-    .fetch_optional(conn)
+    .bind(email_ids)
+    .fetch_all(conn)
     .await?;
-    Ok(row.map(|row| {
-        let domain = match (row.domain_id, row.domain_name, row.domain_tls, row.domain_return_path, row.dkim_private_key) {
-            (Some(domain_id), Some(domain_name), Some(domain_tls), Some(domain_return_path), Some(dkim_private_key)) => {
-                Some(SendingDomain {
-                    domain_id,
-                    domain_name,
-                    domain_tls,
-                    domain_return_path,
-                    domain_last_sent_at: row.domain_last_sent_at,
-                    dkim_private_key,
-                    development: row.domain_development.unwrap_or(false),
-                    open_tracking: row.domain_open_tracking.unwrap_or(false),
-                    click_tracking: row.domain_click_tracking.unwrap_or(false),
-                })
-            }
-            _ => None,
-        };
-        DeliveryMaterial { email: row.email, recipients: row.recipients.0, domain, has_attachments: row.has_attachments }
-    }))
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let domain = match (row.domain_id, row.domain_name, row.domain_tls, row.domain_return_path, row.dkim_private_key) {
+                (Some(domain_id), Some(domain_name), Some(domain_tls), Some(domain_return_path), Some(dkim_private_key)) => {
+                    Some(SendingDomain {
+                        domain_id,
+                        domain_name,
+                        domain_tls,
+                        domain_return_path,
+                        domain_last_sent_at: row.domain_last_sent_at,
+                        dkim_private_key,
+                        development: row.domain_development.unwrap_or(false),
+                        open_tracking: row.domain_open_tracking.unwrap_or(false),
+                        click_tracking: row.domain_click_tracking.unwrap_or(false),
+                    })
+                }
+                _ => None,
+            };
+            DeliveryMaterial { email: row.email, recipients: row.recipients.0, domain, has_attachments: row.has_attachments }
+        })
+        .collect())
 }
 
 /// What the worker found when it claimed an email.
@@ -613,9 +627,9 @@ pub struct Claimed {
     pub interrupted: Vec<Recipient>,
 }
 
-/// Claims an email for delivery: marks it dispatched and its `queued` and `delayed` recipients
-/// `sending`, in one transaction. `None` when the email is gone, canceled or not due.
-pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Option<Claimed>> {
+/// Claims emails for delivery: marks each dispatched and its `queued` and `delayed`
+/// recipients `sending`, in one statement. Emails gone, canceled or not due are left out.
+pub async fn claim(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<Vec<Claimed>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         #[sqlx(flatten)]
@@ -625,28 +639,28 @@ pub async fn claim(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Opti
     }
     // One statement, so no transaction is needed: its CTEs share one snapshot, so `interrupted`
     // sees the recipients an earlier run left `sending`, and `claimed` the ones still to send.
-    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "WITH e AS (
              UPDATE emails SET dispatched_at = coalesce(dispatched_at, now()), updated_at = now()
-             WHERE id = $1 AND last_event <> 'canceled' AND (scheduled_at IS NULL OR scheduled_at <= now() + interval '1 second')
+             WHERE id = ANY($1) AND last_event <> 'canceled' AND (scheduled_at IS NULL OR scheduled_at <= now() + interval '1 second')
              RETURNING {EMAIL_COLUMNS}
          ), interrupted AS (
              SELECT {RECIPIENT_COLUMNS} FROM email_recipients
-             WHERE email_id = $1 AND status = 'sending' AND EXISTS (SELECT 1 FROM e)
+             WHERE email_id IN (SELECT id FROM e) AND status = 'sending'
          ), claimed AS (
              UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
-             WHERE email_id = $1 AND status IN ('queued', 'delayed') AND EXISTS (SELECT 1 FROM e)
+             WHERE email_id IN (SELECT id FROM e) AND status IN ('queued', 'delayed')
              RETURNING {RECIPIENT_COLUMNS}
          )
          SELECT e.*,
-                COALESCE((SELECT json_agg(i ORDER BY i.position) FROM interrupted i), '[]') AS interrupted,
-                COALESCE((SELECT json_agg(c ORDER BY c.position) FROM claimed c), '[]') AS to_send
+                COALESCE((SELECT json_agg(i ORDER BY i.position) FROM interrupted i WHERE i.email_id = e.id), '[]') AS interrupted,
+                COALESCE((SELECT json_agg(c ORDER BY c.position) FROM claimed c WHERE c.email_id = e.id), '[]') AS to_send
          FROM e"
     )))
-    .bind(email_id)
-    .fetch_optional(conn)
+    .bind(email_ids)
+    .fetch_all(conn)
     .await?;
-    Ok(row.map(|row| Claimed { email: row.email, to_send: row.to_send.0, interrupted: row.interrupted.0 }))
+    Ok(rows.into_iter().map(|row| Claimed { email: row.email, to_send: row.to_send.0, interrupted: row.interrupted.0 }).collect())
 }
 
 /// The outcome of one recipient's delivery attempt.
@@ -658,32 +672,43 @@ pub struct RecipientOutcome {
     pub response: Option<String>,
 }
 
-/// Records recipients' outcomes and the email's latest event and failure reason.
-pub async fn record_outcomes(
-    conn: &mut PgConnection,
-    email_id: Uuid,
-    outcomes: &[RecipientOutcome],
-    last_event: Option<&str>,
-    failed_reason: Option<&str>,
-) -> sqlx::Result<()> {
-    let positions: Vec<i16> = outcomes.iter().map(|o| o.position).collect();
-    let statuses: Vec<&str> = outcomes.iter().map(|o| o.status).collect();
-    let responses: Vec<Option<String>> = outcomes.iter().map(|o| o.response.clone()).collect();
+/// One email's delivery outcomes: its recipients' and its latest event and failure reason.
+#[derive(Debug, Clone)]
+pub struct EmailOutcome<'a> {
+    pub email_id: Uuid,
+    pub recipients: Vec<RecipientOutcome>,
+    pub last_event: Option<&'a str>,
+    pub failed_reason: Option<&'a str>,
+}
+
+/// Records emails' recipient outcomes and latest events and failure reasons, in one statement.
+pub async fn record_outcomes(conn: &mut PgConnection, outcomes: &[EmailOutcome<'_>]) -> sqlx::Result<()> {
+    let recipients = || outcomes.iter().flat_map(|o| o.recipients.iter().map(move |r| (o.email_id, r)));
+    let recipient_emails: Vec<Uuid> = recipients().map(|(id, _)| id).collect();
+    let positions: Vec<i16> = recipients().map(|(_, r)| r.position).collect();
+    let statuses: Vec<&str> = recipients().map(|(_, r)| r.status).collect();
+    let responses: Vec<Option<&str>> = recipients().map(|(_, r)| r.response.as_deref()).collect();
+    let email_ids: Vec<Uuid> = outcomes.iter().map(|o| o.email_id).collect();
+    let last_events: Vec<Option<&str>> = outcomes.iter().map(|o| o.last_event).collect();
+    let failed_reasons: Vec<Option<&str>> = outcomes.iter().map(|o| o.failed_reason).collect();
     sqlx::query(
         "WITH r AS (
              UPDATE email_recipients r SET status = o.status, last_response = coalesce(o.response, r.last_response), updated_at = now()
-             FROM unnest($2::int2[], $3::text[], $4::text[]) AS o(position, status, response)
-             WHERE r.email_id = $1 AND r.position = o.position
+             FROM unnest($1::uuid[], $2::int2[], $3::text[], $4::text[]) AS o(email_id, position, status, response)
+             WHERE r.email_id = o.email_id AND r.position = o.position
          )
-         UPDATE emails SET last_event = coalesce($5, last_event), failed_reason = coalesce($6, failed_reason), updated_at = now()
-         WHERE id = $1 AND ($5::text IS NOT NULL OR $6::text IS NOT NULL)",
+         UPDATE emails e SET last_event = coalesce(u.last_event, e.last_event), failed_reason = coalesce(u.failed_reason, e.failed_reason),
+                updated_at = now()
+         FROM unnest($5::uuid[], $6::text[], $7::text[]) AS u(id, last_event, failed_reason)
+         WHERE e.id = u.id AND (u.last_event IS NOT NULL OR u.failed_reason IS NOT NULL)",
     )
-    .bind(email_id)
+    .bind(&recipient_emails)
     .bind(&positions)
     .bind(&statuses)
     .bind(&responses)
-    .bind(last_event)
-    .bind(failed_reason)
+    .bind(&email_ids)
+    .bind(&last_events)
+    .bind(&failed_reasons)
     .execute(conn)
     .await?;
     Ok(())
