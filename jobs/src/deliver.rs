@@ -122,7 +122,8 @@ pub async fn handle_page(job: DeliverPage, pool: Data<PgPool>, delivery: Data<De
 /// statement, each message is built and signed before the claim (so a failure there leaves no
 /// recipient `sending`), all are claimed in one statement, the emails are submitted at once
 /// (each email's recipients one after another), and every outcome is written in one
-/// transaction.
+/// transaction. One email's failure never stops the others: they are delivered and recorded,
+/// and the first failure is returned afterwards (the job retries; nothing is sent twice).
 pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid]) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let materials = emails::for_delivery(&mut conn, email_ids).await?;
@@ -139,32 +140,49 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid
             Ok::<_, anyhow::Error>((material.email.id, (bytes, material.domain)))
         });
     }
-    let mut signed: HashMap<uuid::Uuid, (Option<Vec<u8>>, Option<emails::SendingDomain>)> =
-        futures::future::try_join_all(signing).await?.into_iter().collect();
-    if signed.is_empty() {
-        return Ok(());
-    }
-
-    let ids: Vec<uuid::Uuid> = signed.keys().copied().collect();
-    let claimed = emails::claim(&mut *pool.acquire().await?, &ids).await?;
-    let mut submissions = Vec::new();
-    for claimed in claimed {
-        let (bytes, domain) = signed.remove(&claimed.email.id).unwrap_or_default();
-        submissions.push(submit(delivery, claimed, bytes, domain));
-    }
-    let submitted: Vec<Submitted> = futures::future::try_join_all(submissions).await?;
-    if submitted.iter().all(|s| s.results.is_empty()) {
-        return Ok(());
-    }
-    let mut tx = pool.begin().await?;
-    for s in submitted.iter().filter(|s| !s.outbox.is_empty()) {
-        if let Some(bytes) = &s.bytes {
-            schema::store::outbox::insert(&mut tx, s.email.team_id, s.email.id, &s.outbox, bytes).await?;
+    let mut failure = None;
+    let mut signed: HashMap<uuid::Uuid, (Option<Vec<u8>>, Option<emails::SendingDomain>)> = HashMap::new();
+    for result in futures::future::join_all(signing).await {
+        match result {
+            Ok((email_id, message)) => {
+                signed.insert(email_id, message);
+            }
+            Err(error) => {
+                failure.get_or_insert(error);
+            }
         }
     }
-    record(&mut tx, &delivery.settings, submitted).await?;
-    tx.commit().await?;
-    Ok(())
+
+    if !signed.is_empty() {
+        let ids: Vec<uuid::Uuid> = signed.keys().copied().collect();
+        let claimed = emails::claim(&mut *pool.acquire().await?, &ids).await?;
+        let mut submissions = Vec::new();
+        for claimed in claimed {
+            let (bytes, domain) = signed.remove(&claimed.email.id).unwrap_or_default();
+            submissions.push(submit(delivery, claimed, bytes, domain));
+        }
+        let mut submitted = Vec::new();
+        for result in futures::future::join_all(submissions).await {
+            match result {
+                Ok(done) if !done.results.is_empty() => submitted.push(done),
+                Ok(_) => {}
+                Err(error) => {
+                    failure.get_or_insert(error);
+                }
+            }
+        }
+        if !submitted.is_empty() {
+            let mut tx = pool.begin().await?;
+            for s in submitted.iter().filter(|s| !s.outbox.is_empty()) {
+                if let Some(bytes) = &s.bytes {
+                    schema::store::outbox::insert(&mut tx, s.email.team_id, s.email.id, &s.outbox, bytes).await?;
+                }
+            }
+            record(&mut tx, &delivery.settings, submitted).await?;
+            tx.commit().await?;
+        }
+    }
+    failure.map_or(Ok(()), Err)
 }
 
 /// The email's signed message, tracked when its domain says so; `None` once its domain is

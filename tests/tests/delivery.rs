@@ -302,3 +302,28 @@ async fn attachments_with_any_line_endings_arrive_intact_and_verify_with_dkimpy(
         assert!(joined.contains(&b64(bytes)), "{name} arrives byte for byte, base64-encoded");
     }
 }
+
+#[tokio::test]
+async fn an_email_that_fails_on_heralds_side_does_not_hold_back_the_others_of_its_batch() {
+    let mut mail = mail::setup_without_workers(SmtpSink::start().await, |_| {}).await;
+    let good = mail.send(Mail::message("jo@inbox.test")).await;
+    let bad = mail.send(Mail::message("al@inbox.test")).await;
+    // A stored address that no longer parses: that email's submission fails inside Herald.
+    sqlx::query("UPDATE email_recipients SET address = 'not an address' WHERE email_id = $1::uuid")
+        .bind(&bad)
+        .execute(&mail.app.pool)
+        .await
+        .unwrap();
+    // Both delivered as one batch: one `deliver_page` job instead of their own `deliver` jobs.
+    sqlx::query("DELETE FROM apalis.jobs WHERE job_type = 'deliver'").execute(&mail.app.pool).await.unwrap();
+    let mut tx = mail.app.pool.begin().await.unwrap();
+    let page = schema::jobs::DeliverPage { email_ids: vec![good.parse().unwrap(), bad.parse().unwrap()] };
+    schema::jobs::enqueue(&mut tx, &page).await.unwrap();
+    tx.commit().await.unwrap();
+    mail.app.start_workers();
+
+    let email = mail.wait_for_event(&good, "delivered").await;
+    assert_eq!(email["recipients"][0]["status"], "delivered");
+    let arrived = mail.sink.wait_for(1, Duration::from_secs(10)).await;
+    assert_eq!(arrived.len(), 1, "only the good email went out, once");
+}
