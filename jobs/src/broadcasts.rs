@@ -18,6 +18,7 @@ use schema::store::{contacts, domains, emails, segments, teams, templates, usage
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
 use std::collections::HashMap;
+use std::sync::Arc;
 use uuid::Uuid;
 
 /// Contacts resolved per transaction (the default of [`BroadcastSettings::page_size`]).
@@ -40,10 +41,20 @@ pub async fn handle(job: SendBroadcast, pool: Data<PgPool>, settings: Data<Broad
     }
 }
 
-/// Sends a broadcast from where it stopped, a page per transaction, until done or canceled.
+/// Pages committed at once in one round of a run (each on its own connection).
+const PAGES_IN_FLIGHT: usize = 2;
+
+/// Sends a broadcast from where it stopped until done or canceled. Each round reads the next
+/// [`PAGES_IN_FLIGHT`] page ranges after the cursor in one statement and commits each page in
+/// its own transaction at the same time (a spawned task each); the cursor moves past the round
+/// once every page of it has committed. A run that dies mid-round resumes at the cursor: a
+/// page that had committed records no recipient again, so nobody gets a second email.
 pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid) -> anyhow::Result<()> {
-    let link_key = schema::store::keys::get(&mut *pool.acquire().await?, "links").await?.ok_or_else(|| anyhow::anyhow!("no link key yet"))?;
-    let mut prepared: Option<Prepared> = None;
+    let link_key: Arc<[u8]> = schema::store::keys::get(&mut *pool.acquire().await?, "links")
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no link key yet"))?
+        .into();
+    let mut prepared: Option<Arc<Prepared>> = None;
     loop {
         let mut tx = pool.begin().await?;
         let Some(broadcast) = broadcasts::for_job(&mut tx, broadcast_id).await? else { return Ok(()) };
@@ -56,7 +67,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
         }
         if prepared.is_none() {
             match prepare(&mut tx, &broadcast).await? {
-                Ok(ready) => prepared = Some(ready),
+                Ok(ready) => prepared = Some(Arc::new(ready)),
                 Err(reason) => {
                     broadcasts::fail(&mut tx, broadcast.id, &reason).await?;
                     tx.commit().await?;
@@ -64,34 +75,100 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
                 }
             }
         }
-        let ready = prepared.as_ref().expect("prepared above");
-        let Some(end) = broadcasts::page_end(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size).await? else {
+        let ready = prepared.clone().expect("prepared above");
+        let ends = broadcasts::page_ends(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size, PAGES_IN_FLIGHT as i64).await?;
+        let Some(&last) = ends.last() else {
             broadcasts::set_status(&mut tx, broadcast.id, "sent", broadcast.scheduled_at, None).await?;
             tx.commit().await?;
             return Ok(());
         };
-        let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size).await?;
-        let new_emails: Vec<NewEmail> = page
+        if broadcast.status != "sending" {
+            broadcasts::start_sending(&mut tx, broadcast.id).await?;
+        }
+        tx.commit().await?;
+
+        let broadcast = Arc::new(broadcast);
+        let mut starts = vec![broadcast.cursor];
+        starts.extend(ends.iter().map(|end| Some(*end)));
+        let pages: Vec<_> = ends
             .iter()
-            .filter_map(|r| Some(ready.email_for(&broadcast, r, r.email_id?, &link_key, settings)))
+            .zip(starts)
+            .map(|(&end, start)| {
+                let page = Page { pool: pool.clone(), broadcast: broadcast.clone(), ready: ready.clone(), link_key: link_key.clone(), settings: settings.clone(), start, end };
+                tokio::spawn(page.commit())
+            })
             .collect();
-        if !new_emails.is_empty() {
-            let count = usage::Count { team_id: broadcast.team_id, emails: new_emails.len() as i32, now: Utc::now() };
-            let used = emails::insert_many(&mut tx, &new_emails, Some(count)).await?;
-            if let Some(used) = used
-                && (used.over_daily() || used.over_monthly())
-            {
-                drop(tx);
+        let mut outcome = Ok(PageOutcome::Done);
+        for page in pages {
+            match page.await? {
+                Ok(PageOutcome::Done) => {}
+                other => outcome = outcome.and(other),
+            }
+        }
+        match outcome? {
+            PageOutcome::Done => {}
+            PageOutcome::Stopped => return Ok(()),
+            PageOutcome::OverQuota(which) => {
                 let mut conn = pool.acquire().await?;
-                let which = if used.over_daily() { "daily" } else { "monthly" };
                 broadcasts::fail(&mut conn, broadcast.id, &format!("the team's {which} sending quota is used up")).await?;
                 return Ok(());
             }
+        }
+        broadcasts::move_cursor(&mut *pool.acquire().await?, broadcast.id, broadcast.cursor, last).await?;
+    }
+}
+
+/// How one page's transaction ended.
+enum PageOutcome {
+    /// Committed (or nothing left to record in it).
+    Done,
+    /// The broadcast was canceled (or is gone): nothing written.
+    Stopped,
+    /// The page would pass the team's `daily` or `monthly` quota: nothing written.
+    OverQuota(&'static str),
+}
+
+/// One page of a round: the members in `(start, end]`.
+struct Page {
+    pool: PgPool,
+    broadcast: Arc<Broadcast>,
+    ready: Arc<Prepared>,
+    link_key: Arc<[u8]>,
+    settings: BroadcastSettings,
+    start: Option<Uuid>,
+    end: Uuid,
+}
+
+impl Page {
+    /// Records the page's recipients, creates their emails and enqueues their delivery, in one
+    /// transaction that holds the broadcast live (a cancel waits for it, then stops the next).
+    async fn commit(self) -> anyhow::Result<PageOutcome> {
+        let Page { pool, broadcast, ready, link_key, settings, start, end } = self;
+        let mut tx = pool.begin().await?;
+        if !broadcasts::hold_live(&mut tx, broadcast.id).await? {
+            return Ok(PageOutcome::Stopped);
+        }
+        let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, start, end).await?;
+        let new_emails: Vec<NewEmail> = page
+            .iter()
+            .filter_map(|r| Some(ready.email_for(&broadcast, r, r.email_id?, &link_key, &settings)))
+            .collect();
+        if !new_emails.is_empty() {
+            emails::insert_many(&mut tx, &new_emails, None).await?;
             let deliveries = DeliverPage { email_ids: new_emails.iter().map(|e| e.id).collect() };
             schema::jobs::enqueue(&mut tx, &deliveries).await?;
+            // Counted last: the team's counter row stays locked only until the commit.
+            let count = usage::Count { team_id: broadcast.team_id, emails: new_emails.len() as i32, now: Utc::now() };
+            let used = usage::add(&mut tx, count).await?;
+            if used.over_daily() {
+                return Ok(PageOutcome::OverQuota("daily"));
+            }
+            if used.over_monthly() {
+                return Ok(PageOutcome::OverQuota("monthly"));
+            }
         }
-        broadcasts::advance(&mut tx, broadcast.id, end).await?;
         tx.commit().await?;
+        Ok(PageOutcome::Done)
     }
 }
 

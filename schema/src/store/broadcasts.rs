@@ -158,10 +158,33 @@ pub async fn fail(conn: &mut PgConnection, id: Uuid, reason: &str) -> sqlx::Resu
     Ok(())
 }
 
-/// Records fan-out progress.
-pub async fn advance(conn: &mut PgConnection, id: Uuid, cursor: Uuid) -> sqlx::Result<()> {
-    sqlx::query("UPDATE broadcasts SET cursor = $2, status = 'sending', updated_at = now() WHERE id = $1").bind(id).bind(cursor).execute(conn).await?;
+/// Marks a queued (or due scheduled) broadcast as sending.
+pub async fn start_sending(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
+    sqlx::query("UPDATE broadcasts SET status = 'sending', updated_at = now() WHERE id = $1").bind(id).execute(conn).await?;
     Ok(())
+}
+
+/// Moves the fan-out's cursor from `from` to `to` (a run that raced ahead is left alone).
+pub async fn move_cursor(conn: &mut PgConnection, id: Uuid, from: Option<Uuid>, to: Uuid) -> sqlx::Result<()> {
+    sqlx::query("UPDATE broadcasts SET cursor = $3, updated_at = now() WHERE id = $1 AND cursor IS NOT DISTINCT FROM $2")
+        .bind(id)
+        .bind(from)
+        .bind(to)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Whether the broadcast is still to be sent, holding it so until the transaction ends (a
+/// cancel waits for the page in flight, and the next page sees it).
+pub async fn hold_live(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> {
+    let live: Option<bool> = sqlx::query_scalar(
+        "SELECT status IN ('queued', 'scheduled', 'sending') FROM broadcasts WHERE id = $1 AND deleted_at IS NULL FOR SHARE",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(live.unwrap_or(false))
 }
 
 /// Whether marketing sends are paused platform-wide.
@@ -199,7 +222,7 @@ pub struct Resolved {
     pub email_id: Option<Uuid>,
 }
 
-/// Resolves the next page of a send: the segment's members after `after` (by id), each
+/// Resolves a page of a send: the segment's members after `after` up to `through` (by id), each
 /// recorded as a recipient, included or excluded (globally unsubscribed, opted out of the
 /// broadcast's topic, suppressed), in one statement. Contacts already recorded (a rerun after
 /// a crash) are skipped. Answers the new recipients in id order.
@@ -208,7 +231,7 @@ pub async fn resolve_page(
     broadcast: &Broadcast,
     membership: &Membership,
     after: Option<Uuid>,
-    limit: i64,
+    through: Uuid,
 ) -> sqlx::Result<Vec<Resolved>> {
     let mut query = QueryBuilder::new(
         "WITH page AS (
@@ -217,7 +240,7 @@ pub async fn resolve_page(
     );
     query.push_bind(broadcast.team_id).push(" AND ");
     membership.push_members_after(&mut query, after);
-    query.push(" ORDER BY c.id LIMIT ").push_bind(limit);
+    query.push(" AND c.id <= ").push_bind(through);
     query.push(
         "), judged AS (
              SELECT p.*,
@@ -260,16 +283,17 @@ pub async fn resolve_page(
     query.build_query_as().fetch_all(conn).await
 }
 
-/// The last contact id of the page (including contacts recorded by an earlier run), to move
-/// the cursor past a page whose recipients were all recorded already.
-pub async fn page_end(conn: &mut PgConnection, broadcast: &Broadcast, membership: &Membership, after: Option<Uuid>, limit: i64) -> sqlx::Result<Option<Uuid>> {
-    let mut query = QueryBuilder::new("SELECT id FROM (SELECT c.id FROM contacts c WHERE c.team_id = ");
+/// The last contact id of each of the next `pages` pages of `size` members after `after`
+/// (contacts recorded by an earlier run included, so the cursor moves past them), in order;
+/// empty when no member is left.
+pub async fn page_ends(conn: &mut PgConnection, broadcast: &Broadcast, membership: &Membership, after: Option<Uuid>, size: i64, pages: i64) -> sqlx::Result<Vec<Uuid>> {
+    let mut query = QueryBuilder::new("SELECT id FROM (SELECT id, row_number() OVER (ORDER BY id) AS n, count(*) OVER () AS total FROM (SELECT c.id FROM contacts c WHERE c.team_id = ");
     query.push_bind(broadcast.team_id).push(" AND ");
     membership.push_members_after(&mut query, after);
-    query.push(" ORDER BY c.id LIMIT ").push_bind(limit).push(") page ORDER BY id DESC LIMIT 1");
-    query.build_query_scalar().fetch_optional(conn).await
+    query.push(" ORDER BY c.id LIMIT ").push_bind(size * pages).push(") members) numbered WHERE n % ");
+    query.push_bind(size).push(" = 0 OR n = total ORDER BY id");
+    query.build_query_scalar().fetch_all(conn).await
 }
-
 
 /// Counts of a broadcast's recipients by outcome.
 #[derive(Debug, Clone, Default, sqlx::FromRow)]

@@ -57,6 +57,16 @@ pub fn push_count(query: &mut QueryBuilder<Postgres>, count: Count) {
     query.push_bind(count.team_id).push(")");
 }
 
+/// Adds `count` to the team's counter on its own (see [`push_count`]), for a transaction that
+/// wrote its emails already and holds the team's counter row only from here to its end.
+pub async fn add(conn: &mut sqlx::PgConnection, count: Count) -> sqlx::Result<Usage> {
+    let mut query = QueryBuilder::new("WITH ");
+    push_count(&mut query, count);
+    query.push(" SELECT ").push(USAGE_OUTPUT);
+    let row: UsageRow = query.build_query_as().fetch_one(conn).await?;
+    Ok(row.into())
+}
+
 /// The columns of `usage` as a statement's output (see [`push_count`]).
 pub const USAGE_OUTPUT: &str = "(SELECT today FROM usage), (SELECT this_month FROM usage), (SELECT daily_cap FROM usage), (SELECT monthly_limit FROM usage)";
 
