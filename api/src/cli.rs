@@ -26,6 +26,8 @@ pub enum Command {
     },
     /// Run the job workers only.
     Worker,
+    /// Run the inbound SMTP server on HERALD_SMTP_ADDR (default 127.0.0.1:2525).
+    Inbound,
     /// Apply the database migrations (safe to repeat).
     Migrate,
     /// Print the OpenAPI document.
@@ -159,6 +161,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve { no_worker } => serve(!no_worker).await,
         Command::Worker => work().await,
+        Command::Inbound => inbound().await,
     }
 }
 
@@ -234,6 +237,17 @@ async fn serve(with_workers: bool) -> anyhow::Result<()> {
             .await
         })
     });
+    let inbound = match config.smtp_addr {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            tracing::info!(%addr, "inbound SMTP");
+            let (pool, settings, mut stopped) = (app.state().pool.clone(), config.inbound()?, stopped.clone());
+            Some(tokio::spawn(jobs::inbound::serve(pool, settings, listener, async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })))
+        }
+        None => None,
+    };
     let server = {
         let mut stopped = stopped.clone();
         app.run(async move {
@@ -249,7 +263,19 @@ async fn serve(with_workers: bool) -> anyhow::Result<()> {
     if let Some(workers) = workers {
         workers.await??;
     }
+    if let Some(inbound) = inbound {
+        inbound.await??;
+    }
     served
+}
+
+async fn inbound() -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let addr = config.smtp_addr.unwrap_or_else(|| ([127, 0, 0, 1], 2525).into());
+    let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!(%addr, "inbound SMTP");
+    jobs::inbound::serve(pool, config.inbound()?, listener, shutdown_signal()).await
 }
 
 async fn work() -> anyhow::Result<()> {

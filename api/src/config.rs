@@ -86,6 +86,29 @@ pub struct Config {
     /// `HERALD_METRICS_TOKEN`: when set, `GET /metrics` on the API listener answers the
     /// `Authorization: Bearer` of this token; unset, it is an unknown path there.
     pub metrics_token: Option<String>,
+    /// `HERALD_SMTP_ADDR`: where the inbound SMTP server listens (`herald inbound` defaults it
+    /// to 127.0.0.1:2525; `herald serve` runs the server too when it is set).
+    pub smtp_addr: Option<SocketAddr>,
+    /// `HERALD_SMTP_TLS_CERT`, `HERALD_SMTP_TLS_KEY`: PEM files; STARTTLS is offered when both
+    /// are set.
+    pub smtp_tls: Option<(String, String)>,
+    /// `HERALD_SMTP_MAX_MESSAGE_BYTES`: the largest message accepted (default 40 MB).
+    pub smtp_max_message_bytes: usize,
+    /// `HERALD_SMTP_MAX_RECIPIENTS`: recipients per message (default 100).
+    pub smtp_max_recipients: usize,
+    /// `HERALD_SMTP_MAX_CONNECTIONS`, `HERALD_SMTP_MAX_CONNECTIONS_PER_IP`: sessions at once, in
+    /// all (default 1,000) and from one address (default 50).
+    pub smtp_max_connections: usize,
+    pub smtp_max_connections_per_ip: usize,
+    /// `HERALD_SMTP_MAX_MESSAGES_PER_CONNECTION`: messages one session may send (default 1,000).
+    pub smtp_max_messages_per_connection: usize,
+    /// `HERALD_SMTP_COMMAND_TIMEOUT_SECONDS`, `HERALD_SMTP_DATA_TIMEOUT_SECONDS_IN`: how long the
+    /// server waits for a command (default 300) and for each chunk of message data (default 180).
+    pub smtp_command_timeout_seconds: u64,
+    pub smtp_data_timeout_in_seconds: u64,
+    /// `HERALD_CLAMD_ADDR`: a clamd (`host:port`) that scans each received message; unset, no
+    /// scanning.
+    pub clamd_addr: Option<String>,
 }
 
 /// The default database: the local server with trust auth.
@@ -134,7 +157,26 @@ impl Config {
             .filter(|v| !v.is_empty())
             .map(|addr| addr.parse().map_err(|_| anyhow::anyhow!("HERALD_METRICS_ADDR must be host:port, got {addr:?}")))
             .transpose()?;
+        let smtp_addr = lookup("HERALD_SMTP_ADDR")
+            .filter(|v| !v.is_empty())
+            .map(|addr| addr.parse().map_err(|_| anyhow::anyhow!("HERALD_SMTP_ADDR must be host:port, got {addr:?}")))
+            .transpose()?;
+        let smtp_tls = match (lookup("HERALD_SMTP_TLS_CERT").filter(|v| !v.is_empty()), lookup("HERALD_SMTP_TLS_KEY").filter(|v| !v.is_empty())) {
+            (Some(cert), Some(key)) => Some((cert, key)),
+            (None, None) => None,
+            _ => anyhow::bail!("HERALD_SMTP_TLS_CERT and HERALD_SMTP_TLS_KEY are set together"),
+        };
         Ok(Self {
+            smtp_addr,
+            smtp_tls,
+            smtp_max_message_bytes: number("HERALD_SMTP_MAX_MESSAGE_BYTES", "41943040")?.max(1024.0) as usize,
+            smtp_max_recipients: number("HERALD_SMTP_MAX_RECIPIENTS", "100")?.max(1.0) as usize,
+            smtp_max_connections: number("HERALD_SMTP_MAX_CONNECTIONS", "1000")?.max(1.0) as usize,
+            smtp_max_connections_per_ip: number("HERALD_SMTP_MAX_CONNECTIONS_PER_IP", "50")?.max(1.0) as usize,
+            smtp_max_messages_per_connection: number("HERALD_SMTP_MAX_MESSAGES_PER_CONNECTION", "1000")?.max(1.0) as usize,
+            smtp_command_timeout_seconds: number("HERALD_SMTP_COMMAND_TIMEOUT_SECONDS", "300")?.max(1.0) as u64,
+            smtp_data_timeout_in_seconds: number("HERALD_SMTP_DATA_TIMEOUT_SECONDS_IN", "180")?.max(1.0) as u64,
+            clamd_addr: lookup("HERALD_CLAMD_ADDR").filter(|v| !v.is_empty()),
             smtp_relay,
             mx_port: number("HERALD_MX_PORT", "25")? as u16,
             smtp_helo,
@@ -198,6 +240,27 @@ impl Config {
     /// development sender and the outbox work only then.
     pub fn is_development(&self) -> bool {
         self.env == "development"
+    }
+
+    /// The inbound SMTP server's settings (reads the TLS certificate and key when set).
+    pub fn inbound(&self) -> anyhow::Result<jobs::inbound::InboundSettings> {
+        use std::time::Duration;
+        let tls = match &self.smtp_tls {
+            Some((cert, key)) => Some(jobs::inbound::tls_acceptor(&std::fs::read(cert)?, &std::fs::read(key)?)?),
+            None => None,
+        };
+        Ok(jobs::inbound::InboundSettings {
+            hostname: self.smtp_helo.clone(),
+            max_message_bytes: self.smtp_max_message_bytes,
+            max_recipients: self.smtp_max_recipients,
+            max_connections: self.smtp_max_connections,
+            max_connections_per_ip: self.smtp_max_connections_per_ip,
+            max_messages_per_connection: self.smtp_max_messages_per_connection,
+            command_timeout: Duration::from_secs(self.smtp_command_timeout_seconds),
+            data_timeout: Duration::from_secs(self.smtp_data_timeout_in_seconds),
+            tls,
+            clamd: self.clamd_addr.clone(),
+        })
     }
 
     /// The DNS checker the API and the workers share.

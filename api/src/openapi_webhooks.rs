@@ -106,8 +106,27 @@ fn data_schema(event_type: &str) -> Value {
             { "type": "object", "required": [key], "properties": { *key: { "type": "object", "properties": properties } } }
         ] });
     }
+    if event_type == "email.received" {
+        let strings = json!({ "type": "array", "items": { "type": "string" } });
+        let nullable = json!({ "type": ["string", "null"] });
+        let attachment = json!({ "type": "object", "required": ["id", "filename", "content_type", "content_disposition", "size"], "properties": {
+            "id": { "type": "string", "format": "uuid" }, "filename": { "type": "string" }, "content_type": { "type": "string" },
+            "content_disposition": { "type": "string" }, "size": { "type": "integer" } } });
+        return json!({
+            "type": "object",
+            "description": "A received message (as `GET /emails/receiving/{email_id}` lists it, with `received_for`).",
+            "required": ["email_id", "created_at", "from", "to", "cc", "bcc", "reply_to", "received_for", "subject", "message_id", "dropped_reason", "attachments"],
+            "properties": {
+                "email_id": { "type": "string", "format": "uuid" }, "created_at": { "type": "string", "format": "date-time" },
+                "from": { "type": "string" }, "to": strings, "cc": strings, "bcc": strings, "reply_to": strings, "received_for": strings,
+                "subject": { "type": "string" }, "message_id": nullable,
+                "dropped_reason": { "type": ["string", "null"], "enum": ["storage_quota", "daily_cap", "virus", "parse_failed", "no_mailbox", "team_blocked", null] },
+                "attachments": { "type": "array", "items": attachment }
+            }
+        });
+    }
     match event_type.split('.').next() {
-        Some("email") if event_type != "email.received" => json!({ "$ref": "#/components/schemas/WebhookEmailEventData" }),
+        Some("email") => json!({ "$ref": "#/components/schemas/WebhookEmailEventData" }),
         Some("domain") => json!({ "$ref": "#/components/schemas/WebhookDomainEventData" }),
         Some("suppression") => json!({ "$ref": "#/components/schemas/WebhookSuppressionEventData" }),
         _ => json!({ "type": "object", "description": "Emitted once its feature lands; the shape is documented with it." }),

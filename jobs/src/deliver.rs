@@ -154,12 +154,14 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid
     }
 
     if !signed.is_empty() {
+        // Each recipient's return path is signed under the link key (bounces name it).
+        let link_key = delivery.link_key(pool).await?;
         let ids: Vec<uuid::Uuid> = signed.keys().copied().collect();
         let claimed = emails::claim(&mut *pool.acquire().await?, &ids).await?;
         let mut submissions = Vec::new();
         for claimed in claimed {
             let (bytes, domain) = signed.remove(&claimed.email.id).unwrap_or_default();
-            submissions.push(submit(delivery, claimed, bytes, domain));
+            submissions.push(submit(delivery, link_key, claimed, bytes, domain));
         }
         let mut submitted = Vec::new();
         for result in futures::future::join_all(submissions).await {
@@ -224,6 +226,7 @@ struct Submitted {
 /// left `sending` are ambiguous and never sent again.
 async fn submit(
     delivery: &Delivery,
+    link_key: &[u8],
     claimed: emails::Claimed,
     bytes: Option<Vec<u8>>,
     domain: Option<emails::SendingDomain>,
@@ -252,7 +255,8 @@ async fn submit(
             results.push((recipient, Ok(Outcome::Accepted { response, final_hop: true })));
             continue;
         }
-        let mail_from = format!("b-{}-{}@{}.{}", email_id.simple(), recipient.position, domain.domain_return_path, domain.domain_name);
+        let host = format!("{}.{}", domain.domain_return_path, domain.domain_name);
+        let mail_from = schema::tracking::return_path(link_key, email_id, recipient.position, &host);
         let require_tls = domain.domain_tls == schema::domain::Tls::Enforced;
         let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: bytes, require_tls };
         let outcome = delivery.mailer.send(&envelope).await;

@@ -10,6 +10,7 @@ pub mod domains;
 pub mod housekeeping;
 pub mod broadcasts;
 pub mod import_contacts;
+pub mod inbound;
 pub mod runtime;
 pub mod schedule;
 pub mod webhooks;

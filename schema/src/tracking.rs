@@ -64,8 +64,66 @@ pub fn verify_open(key: &[u8], token: &str) -> Option<Uuid> {
     decode(key, b"open:", token).map(|(email_id, _)| email_id)
 }
 
+/// The token of a received attachment's download link, valid until `expires` (Unix seconds).
+pub fn download_token(key: &[u8], attachment_id: Uuid, expires: i64) -> String {
+    encode(key, b"download:", attachment_id, &expires.to_string())
+}
+
+/// The attachment a download token names, when its tag is right and it has not expired at `now`.
+pub fn verify_download(key: &[u8], token: &str, now: i64) -> Option<Uuid> {
+    let (attachment_id, expires) = decode(key, b"download:", token)?;
+    (expires.parse::<i64>().ok()? > now).then_some(attachment_id)
+}
+
+/// The return path (VERP) of one recipient of an email: `b-<email id>-<position>-<tag>@<host>`,
+/// where the tag (64 bits of HMAC-SHA256 under the link key) makes a bounce to it unforgeable
+/// by someone who only knows the email's Message-ID.
+pub fn return_path(key: &[u8], email_id: Uuid, position: i16, host: &str) -> String {
+    format!("b-{}-{position}-{}@{host}", email_id.simple(), verp_tag(key, email_id, position))
+}
+
+/// The email and recipient position a return path's local part names, when its tag is right.
+pub fn verify_return_path(key: &[u8], local: &str) -> Option<(Uuid, i16)> {
+    let mut parts = local.strip_prefix("b-")?.split('-');
+    let (id, position, tag) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || id.len() != 32 {
+        return None;
+    }
+    let email_id = Uuid::parse_str(id).ok()?;
+    let position: i16 = position.parse().ok()?;
+    let expected = verp_tag(key, email_id, position);
+    let difference = expected.bytes().zip(tag.to_ascii_lowercase().bytes()).fold((expected.len() != tag.len()) as u8, |acc, (a, b)| acc | (a ^ b));
+    (difference == 0).then_some((email_id, position))
+}
+
+fn verp_tag(key: &[u8], email_id: Uuid, position: i16) -> String {
+    let signed = tag(key, b"verp:", email_id, &position.to_be_bytes());
+    signed.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_return_path_names_its_email_and_recipient_under_its_key_only() {
+        let email_id = Uuid::now_v7();
+        let address = return_path(b"key", email_id, 3, "send.acme.test");
+        let local = address.split('@').next().unwrap();
+        assert_eq!(verify_return_path(b"key", local), Some((email_id, 3)));
+        assert_eq!(verify_return_path(b"key", &local.to_ascii_uppercase().replacen("B-", "b-", 1)), Some((email_id, 3)), "MTAs may change case");
+        assert_eq!(verify_return_path(b"other key", local), None);
+        assert_eq!(verify_return_path(b"key", &local.replacen("-3-", "-4-", 1)), None, "another recipient under the same tag");
+        assert_eq!(verify_return_path(b"key", &format!("b-{}-3", email_id.simple())), None, "an untagged return path");
+    }
+
+    #[test]
+    fn a_download_token_holds_until_it_expires() {
+        let id = Uuid::now_v7();
+        let token = download_token(b"key", id, 1_000);
+        assert_eq!(verify_download(b"key", &token, 999), Some(id));
+        assert_eq!(verify_download(b"key", &token, 1_000), None);
+        assert_eq!(verify_download(b"other", &token, 0), None);
+    }
+
     use super::*;
 
     #[test]

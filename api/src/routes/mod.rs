@@ -14,6 +14,7 @@ pub mod health;
 pub mod logs;
 pub mod pages;
 pub mod preferences;
+pub mod received;
 pub mod saved_blocks;
 pub mod segments;
 pub mod suppressions;
@@ -51,6 +52,8 @@ pub enum Tag {
     Templates,
     /// Broadcasts: one message to a segment, through the compliance gate and content checks.
     Broadcasts,
+    /// Mail received at the team's receiving domains: messages, attachments, raw source.
+    Receiving,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -78,6 +81,7 @@ apis!(
         domains::DomainsApi,
         emails::EmailsApi,
         email_shares::EmailSharesApi,
+        received::ReceivedApi,
         suppressions::SuppressionsApi,
         contact_imports::ContactImportsApi,
     ],

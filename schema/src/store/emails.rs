@@ -346,6 +346,18 @@ pub async fn lock(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Res
     .await
 }
 
+/// An email's recipients, locked for the caller's transaction (a report recording an outcome
+/// waits for a delivery or an ambiguity check writing one, and the other way round).
+pub async fn recipients_for_update(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<Recipient>> {
+    sqlx::query_as(
+        "SELECT email_id, position, kind, address, email, status, attempts, last_response
+         FROM email_recipients WHERE email_id = $1 ORDER BY position FOR UPDATE",
+    )
+    .bind(email_id)
+    .fetch_all(conn)
+    .await
+}
+
 /// The recipients of these emails, in order.
 pub async fn recipients(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<Vec<Recipient>> {
     sqlx::query_as(

@@ -16,6 +16,7 @@ pub mod imports;
 pub mod jobs;
 pub mod keys;
 pub mod outbox;
+pub mod received;
 pub mod saved_blocks;
 pub mod metrics;
 pub mod request_logs;
