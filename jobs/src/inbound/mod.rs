@@ -260,9 +260,13 @@ impl Session {
                     }
                     State::Data(receiver) => {
                         if receiver.ingest(&mut bytes, &mut message) {
-                            let mut raw = message.split_off(2.min(message.len()));
-                            raw.extend_from_slice(b"\r\n");
-                            let reply = self.message(raw).await;
+                            // The message as sent, through the CRLF that starts the final dot.
+                            let raw = message.split_off(2.min(message.len()));
+                            let reply = if raw.len() > settings.max_message_bytes {
+                                "552 5.3.4 Message size exceeds the limit\r\n".to_string()
+                            } else {
+                                self.message(raw).await
+                            };
                             out.extend_from_slice(reply.as_bytes());
                             self.reset();
                             state = State::Command(RequestReceiver::default());

@@ -1,0 +1,301 @@
+//! Receiving: the inbound SMTP server over TCP, received emails over HTTP, and bounces and
+//! complaints about sent mail arriving as mail.
+
+use serde_json::json;
+use std::time::Duration;
+use tests::mail::{self, Mail, RECIPIENT_DOMAIN, SENDING_DOMAIN};
+use tests::{TestApp, eventually};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// Starts the inbound server for `app` on a free port (answers the port).
+async fn inbound(app: &TestApp, adjust: impl FnOnce(&mut jobs::inbound::InboundSettings)) -> u16 {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let mut settings = app.config.inbound().unwrap();
+    settings.command_timeout = Duration::from_secs(5);
+    settings.data_timeout = Duration::from_secs(5);
+    adjust(&mut settings);
+    tokio::spawn(jobs::inbound::serve(app.pool.clone(), settings, listener, std::future::pending()));
+    port
+}
+
+/// Turns receiving on for the team's verified `acme.test`.
+async fn receive_at_acme(mail: &Mail) {
+    let id = mail.domain["id"].as_str().unwrap();
+    let answer = mail.app.patch(&format!("/domains/{id}"), json!({ "capabilities": { "receiving": "enabled" } })).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+}
+
+/// A raw SMTP client: each command's full reply (multi-line replies joined).
+struct Client {
+    reader: BufReader<TcpStream>,
+}
+
+impl Client {
+    async fn connect(port: u16) -> (Client, String) {
+        let stream = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
+        let mut client = Client { reader: BufReader::new(stream) };
+        let greeting = client.reply().await;
+        (client, greeting)
+    }
+
+    async fn reply(&mut self) -> String {
+        let mut all = String::new();
+        loop {
+            let mut line = String::new();
+            if self.reader.read_line(&mut line).await.unwrap() == 0 {
+                return all;
+            }
+            all.push_str(&line);
+            if line.as_bytes().get(3) != Some(&b'-') {
+                return all;
+            }
+        }
+    }
+
+    async fn send(&mut self, bytes: &[u8]) -> String {
+        self.reader.get_mut().write_all(bytes).await.unwrap();
+        self.reply().await
+    }
+
+    /// EHLO, MAIL FROM and the recipients; answers the RCPT replies.
+    async fn envelope(&mut self, from: &str, to: &[&str]) -> Vec<String> {
+        assert!(self.send(b"EHLO client.test\r\n").await.starts_with("250"));
+        assert!(self.send(format!("MAIL FROM:<{from}>\r\n").as_bytes()).await.starts_with("250"));
+        let mut replies = Vec::new();
+        for to in to {
+            replies.push(self.send(format!("RCPT TO:<{to}>\r\n").as_bytes()).await);
+        }
+        replies
+    }
+
+    /// DATA with `message` (CRLF lines, dot-stuffed here); answers the final reply.
+    async fn data(&mut self, message: &str) -> String {
+        let started = self.send(b"DATA\r\n").await;
+        assert!(started.starts_with("354"), "{started}");
+        let stuffed = message.replace("\r\n.", "\r\n..");
+        self.send(format!("{stuffed}\r\n.\r\n").as_bytes()).await
+    }
+}
+
+/// Sends one message through lettre, a real SMTP client.
+async fn lettre_send(port: u16, from: &str, to: &str, raw: &[u8]) -> Result<lettre::transport::smtp::response::Response, lettre::transport::smtp::Error> {
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
+    let sender = (!from.is_empty()).then(|| from.parse().unwrap());
+    let envelope = Envelope::new(sender, vec![to.parse().unwrap()]).unwrap();
+    transport.send_raw(&envelope, raw).await
+}
+
+const MESSAGE: &str = "From: Ann Sender <ann@sender.test>\r\nTo: Support <support@acme.test>\r\nCc: cc@other.test\r\nSubject: Help with order 42\r\n\
+Message-ID: <m42@sender.test>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n\
+--b1\r\nContent-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n\
+--b2\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello, my order is late.\r\n\
+--b2\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p onclick=\"steal()\">Hello, my order is late.</p>\r\n--b2--\r\n\
+--b1\r\nContent-Type: text/html; name=\"page.html\"\r\nContent-Disposition: attachment; filename=\"../page.html\"\r\n\r\n<script>alert(1)</script>\r\n\
+--b1\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"invoice.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b1--\r\n";
+
+#[tokio::test]
+async fn a_message_to_a_receiving_domain_is_stored_with_its_attachments_and_raw_source() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = inbound(app, |_| {}).await;
+    let accepted = lettre_send(port, "ann@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
+    assert!(accepted.is_positive());
+
+    let list = app.get("/emails/receiving").await;
+    assert_eq!(list.status, 200, "{}", list.body);
+    let item = &list.body["data"][0];
+    assert_eq!(item["subject"], "Help with order 42");
+    assert_eq!(item["from"], "Ann Sender <ann@sender.test>");
+    assert_eq!(item["to"], json!(["support@acme.test"]));
+    assert_eq!(item["cc"], json!(["cc@other.test"]));
+    assert!(item.get("html").is_none() && item.get("received_for").is_none(), "rows omit bodies, headers and received_for");
+    let id = item["id"].as_str().unwrap().to_string();
+
+    let one = app.get(&format!("/emails/receiving/{id}")).await.body;
+    assert_eq!(one["received_for"], json!(["support@acme.test"]));
+    assert_eq!(one["html"], "<p onclick=\"steal()\">Hello, my order is late.</p>", "stored as decoded, never sanitised");
+    assert_eq!(one["text"], "Hello, my order is late.");
+    assert_eq!(one["message_id"], "m42@sender.test");
+    assert_eq!(one["headers"]["subject"], json!(["Help with order 42"]));
+    assert_eq!(one["dropped_reason"], json!(null));
+    let names: Vec<&str> = one["attachments"].as_array().unwrap().iter().map(|a| a["filename"].as_str().unwrap()).collect();
+    assert_eq!(names, ["page.html", "invoice.pdf"], "a name never leaves its folder");
+
+    // Attachments download through signed links with no credential, as downloads.
+    let parts = app.get(&format!("/emails/receiving/{id}/attachments")).await.body;
+    let html_part = &parts["data"][0];
+    assert!(html_part["expires_at"].is_string());
+    // The link is on HERALD_PUBLIC_URL; the test server listens elsewhere.
+    let local = |link: &str| app.url(&format!("/{}", link.split_once("://").unwrap().1.split_once('/').unwrap().1));
+    let url = &local(html_part["download_url"].as_str().unwrap());
+    let downloaded = reqwest::get(url).await.unwrap();
+    assert_eq!(downloaded.status(), 200);
+    assert_eq!(downloaded.headers()["content-type"], "application/octet-stream", "text/html is never served as itself");
+    assert_eq!(downloaded.headers()["x-content-type-options"], "nosniff");
+    assert!(downloaded.headers()["content-disposition"].to_str().unwrap().starts_with("attachment;"));
+    assert_eq!(downloaded.text().await.unwrap().trim(), "<script>alert(1)</script>");
+    let pdf = reqwest::get(local(parts["data"][1]["download_url"].as_str().unwrap())).await.unwrap();
+    assert_eq!(pdf.headers()["content-type"], "application/pdf");
+    assert_eq!(pdf.bytes().await.unwrap().as_ref(), b"%PDF-1.4\n");
+    // A tampered link answers 404.
+    let tampered = format!("{}A", url.trim_end_matches(|c: char| c != '/'));
+    assert_eq!(reqwest::get(&tampered).await.unwrap().status(), 404);
+
+    // The raw source, as received.
+    let raw = app.request(reqwest::Method::GET, &format!("/emails/receiving/{id}/raw")).send().await.unwrap();
+    assert_eq!(raw.headers()["content-type"], "message/rfc822");
+    // lettre ends DATA with an empty line before the dot: the source is that, byte for byte.
+    assert_eq!(raw.text().await.unwrap(), format!("{MESSAGE}\r\n"));
+
+    // email.received, with the listed fields.
+    let event: serde_json::Value = sqlx::query_scalar("SELECT data FROM events WHERE type = 'email.received'").fetch_one(&app.pool).await.unwrap();
+    assert_eq!((event["email_id"].as_str(), &event["received_for"], event["attachments"].as_array().map(Vec::len)), (Some(id.as_str()), &json!(["support@acme.test"]), Some(2)));
+
+    // Its id is no sent email's, and a sent email's id is no received one's.
+    app.get(&format!("/emails/{id}")).await.assert_error(404, "not_found");
+    let sent = mail.send(Mail::message(&format!("someone@{RECIPIENT_DOMAIN}"))).await;
+    app.get(&format!("/emails/receiving/{sent}")).await.assert_error(404, "not_found");
+
+    // Another team sees none of it.
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let theirs = app.request_as(&other, reqwest::Method::GET, &format!("/emails/receiving/{id}")).send().await.unwrap();
+    assert_eq!(theirs.status(), 404);
+
+    // Delete removes the message, its attachments and raw source together.
+    assert_eq!(app.delete(&format!("/emails/receiving/{id}")).await.status, 200);
+    app.get(&format!("/emails/receiving/{id}")).await.assert_error(404, "not_found");
+    assert_eq!(reqwest::get(url).await.unwrap().status(), 404);
+    assert_eq!((app.count("received_attachments").await, app.count("received_sources").await), (0, 0));
+}
+
+#[tokio::test]
+async fn refused_mail_is_answered_in_the_conversation_and_stores_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = inbound(app, |s| s.max_message_bytes = 10_000).await;
+    let (mut client, greeting) = Client::connect(port).await;
+    assert!(greeting.starts_with("220"), "{greeting}");
+    let ehlo = client.send(b"EHLO client.test\r\n").await;
+    for capability in ["SIZE 10000", "PIPELINING", "8BITMIME"] {
+        assert!(ehlo.contains(capability), "{ehlo}");
+    }
+    assert!(client.send(b"MAIL FROM:<a@sender.test>\r\n").await.starts_with("250"));
+    // Unknown domains and addresses are refused at RCPT.
+    assert!(client.send(b"RCPT TO:<x@nowhere.test>\r\n").await.starts_with("550"));
+    assert!(client.send(format!("RCPT TO:<x@{RECIPIENT_DOMAIN}>\r\n").as_bytes()).await.starts_with("550"));
+    assert!(client.send(b"RCPT TO:<b-0000-1-ff@send.acme.test>\r\n").await.starts_with("550"), "a return path without a valid tag");
+    assert!(client.send(b"DATA\r\n").await.starts_with("503"), "no recipient yet");
+    assert!(client.send(b"RCPT TO:<support@acme.test>\r\n").await.starts_with("250"));
+    // Over the size cap.
+    let big = format!("Subject: big\r\n\r\n{}", "x".repeat(80).repeat(200).chars().collect::<Vec<_>>().chunks(78).map(|c| c.iter().collect::<String>()).collect::<Vec<_>>().join("\r\n"));
+    assert!(client.data(&big).await.starts_with("552"));
+    // A bare LF.
+    let (mut client, _) = Client::connect(port).await;
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    assert!(client.data("Subject: bare\r\n\r\nline one\nline two").await.starts_with("554"));
+    // DATA that never ends (the client leaves): nothing is stored.
+    let (mut client, _) = Client::connect(port).await;
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    assert!(client.send(b"DATA\r\n").await.starts_with("354"));
+    client.reader.get_mut().write_all(b"Subject: cut\r\n\r\nhalf a mess").await.unwrap();
+    drop(client);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(app.count("received_emails").await, 0, "nothing refused or unfinished was stored");
+
+    // Garbage is kept as parse_failed, its raw source still downloadable.
+    let (mut client, _) = Client::connect(port).await;
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    assert!(client.data("\u{1}\u{2} this is no message").await.starts_with("250"));
+    let item = app.get("/emails/receiving").await.body["data"][0].clone();
+    assert_eq!((item["dropped_reason"].as_str(), item["attachments"].as_array().map(Vec::len)), (Some("parse_failed"), Some(0)));
+    let one = app.get(&format!("/emails/receiving/{}", item["id"].as_str().unwrap())).await.body;
+    assert_eq!((one["html"].clone(), one["text"].clone()), (json!(null), json!(null)));
+    let raw = app.request(reqwest::Method::GET, &format!("/emails/receiving/{}/raw", item["id"].as_str().unwrap())).send().await.unwrap();
+    assert_eq!(raw.status(), 200);
+}
+
+#[tokio::test]
+async fn a_dsn_to_the_return_path_bounces_the_recipient_and_suppresses_it() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let id = mail.send(Mail::message(&format!("gone@{RECIPIENT_DOMAIN}"))).await;
+    let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
+    mail.wait_for_event(&id, "delivered").await;
+    let return_path = delivered[0].mail_from.clone();
+    assert!(return_path.ends_with("@send.acme.test"), "{return_path}");
+
+    let dsn = format!(
+        "From: Mail Delivery System <MAILER-DAEMON@mx.inbox.test>\r\nTo: {return_path}\r\nSubject: Undelivered Mail Returned to Sender\r\n\
+Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\nContent-Type: multipart/report; report-type=delivery-status; boundary=\"r1\"\r\n\r\n\
+--r1\r\nContent-Type: text/plain\r\n\r\nThe mail system could not deliver your message.\r\n\
+--r1\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.inbox.test\r\n\r\nFinal-Recipient: rfc822; gone@{RECIPIENT_DOMAIN}\r\n\
+Action: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 <gone@{RECIPIENT_DOMAIN}>: Recipient address rejected\r\n\r\n\
+--r1\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\nSubject: Your receipt\r\n\r\n--r1--\r\n"
+    );
+    lettre_send(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
+    let email = mail.wait_for_event(&id, "bounced").await;
+    assert_eq!(email["last_event"], "bounced");
+    let bounce = mail.event(&id, "email.bounced").await;
+    assert_eq!(bounce["bounce"]["type"], "Permanent");
+    assert_eq!(bounce["bounce"]["subType"], "NoEmail");
+    assert_eq!(bounce["bounce"]["diagnosticCode"][0], format!("550 5.1.1 <gone@{RECIPIENT_DOMAIN}>: Recipient address rejected"));
+    let suppression = app.get(&format!("/suppressions/gone@{RECIPIENT_DOMAIN}")).await.body;
+    assert_eq!((suppression["origin"].as_str(), suppression["source_id"].as_str()), (Some("bounce"), Some(id.as_str())));
+    assert_eq!(app.count("received_emails").await, 0, "a bounce is no received email");
+
+    // The same report again changes nothing; one for a recipient position the tag does not
+    // sign is refused at RCPT.
+    lettre_send(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
+    assert_eq!(app.count("events WHERE type = 'email.bounced'").await, 1);
+    let forged = return_path.replacen("-0-", "-1-", 1);
+    assert!(lettre_send(port, "postmaster@mx.inbox.test", &forged, dsn.as_bytes()).await.is_err());
+}
+
+#[tokio::test]
+async fn a_forged_dsn_to_a_plain_receiving_address_is_mail_not_a_bounce() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = inbound(app, |_| {}).await;
+    let id = mail.send(Mail::message(&format!("kept@{RECIPIENT_DOMAIN}"))).await;
+    mail.wait_for_event(&id, "delivered").await;
+    let dsn = format!(
+        "From: MAILER-DAEMON@evil.test\r\nTo: support@acme.test\r\nSubject: bounce\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/report; report-type=delivery-status; boundary=\"r\"\r\n\r\n--r\r\nContent-Type: message/delivery-status\r\n\r\n\
+Reporting-MTA: dns; evil.test\r\n\r\nFinal-Recipient: rfc822; kept@{RECIPIENT_DOMAIN}\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n\
+--r\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\n\r\n--r--\r\n"
+    );
+    lettre_send(port, "", "support@acme.test", dsn.as_bytes()).await.expect("accepted");
+    assert_eq!(app.count("received_emails").await, 1);
+    assert_eq!(app.count("suppressions").await, 0);
+    assert_eq!(mail.wait_for_event(&id, "delivered").await["last_event"], "delivered");
+}
+
+#[tokio::test]
+async fn an_arf_complaint_to_the_return_path_records_email_complained_and_a_suppression() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let id = mail.send(Mail::message(&format!("annoyed@{RECIPIENT_DOMAIN}"))).await;
+    let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
+    mail.wait_for_event(&id, "delivered").await;
+    let arf = format!(
+        "From: feedback@isp.test\r\nTo: {rp}\r\nSubject: FW: complaint\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/report; report-type=feedback-report; boundary=\"f\"\r\n\r\n--f\r\nContent-Type: text/plain\r\n\r\nThis is an email abuse report.\r\n\
+--f\r\nContent-Type: message/feedback-report\r\n\r\nFeedback-Type: abuse\r\nUser-Agent: ISP-FBL/1.0\r\nVersion: 1\r\nOriginal-Rcpt-To: annoyed@{RECIPIENT_DOMAIN}\r\n\r\n\
+--f\r\nContent-Type: message/rfc822\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\nFrom: billing@{SENDING_DOMAIN}\r\nSubject: Your receipt\r\n\r\nThanks.\r\n--f--\r\n",
+        rp = delivered[0].mail_from
+    );
+    lettre_send(port, "", &delivered[0].mail_from, arf.as_bytes()).await.expect("accepted");
+    mail.wait_for_event(&id, "complained").await;
+    mail.event(&id, "email.complained").await;
+    let suppression = app.get(&format!("/suppressions/annoyed@{RECIPIENT_DOMAIN}")).await.body;
+    assert_eq!(suppression["origin"], "complaint");
+    eventually(|| async { (app.count("events WHERE type = 'suppression.added'").await == 1).then_some(()) }).await;
+}
