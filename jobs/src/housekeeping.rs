@@ -1,12 +1,13 @@
 //! Housekeeping: request logs past their team's plan retention, idempotency records past
 //! their 24-hour replay window, consent records past three years and import files seven days
-//! after their import finished are deleted; and each team's billable contacts are sampled
+//! after their import finished, and dropped received emails past their team's plan retention are
+//! deleted; and each team's billable contacts are sampled
 //! into its month's peak.
 
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use schema::jobs::Housekeeping;
-use schema::store::{contacts, idempotency, imports, request_logs};
+use schema::store::{contacts, idempotency, imports, received, request_logs};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
@@ -20,6 +21,8 @@ pub struct Report {
     pub idempotency_records: u64,
     pub consent_records: u64,
     pub import_files: u64,
+    /// Received emails recorded as dropped, past their retention.
+    pub dropped_received_emails: u64,
     /// Teams whose billable contacts were sampled into the month's peak.
     pub billable_samples: u64,
 }
@@ -60,6 +63,7 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
+    report.dropped_received_emails = received::delete_expired_dropped(&mut conn).await?;
     report.billable_samples = contacts::record_billable_peaks(&mut conn).await?;
     Ok(report)
 }

@@ -299,3 +299,148 @@ Content-Type: multipart/report; report-type=feedback-report; boundary=\"f\"\r\n\
     assert_eq!(suppression["origin"], "complaint");
     eventually(|| async { (app.count("events WHERE type = 'suppression.added'").await == 1).then_some(()) }).await;
 }
+
+/// A DSN to `return_path` saying `action` (with `status`) for `recipient`.
+fn dsn(return_path: &str, recipient: &str, action: &str, status: &str) -> String {
+    format!(
+        "From: MAILER-DAEMON@mx.inbox.test\r\nTo: {return_path}\r\nSubject: Delivery report\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/report; report-type=delivery-status; boundary=\"r\"\r\n\r\n--r\r\nContent-Type: text/plain\r\n\r\nReport.\r\n\
+--r\r\nContent-Type: message/delivery-status\r\n\r\nReporting-MTA: dns; mx.inbox.test\r\n\r\nFinal-Recipient: rfc822; {recipient}\r\n\
+Action: {action}\r\nStatus: {status}\r\n\r\n--r--\r\n"
+    )
+}
+
+#[tokio::test]
+async fn a_later_delivery_report_settles_an_ambiguous_submission_as_delivered() {
+    let mail = mail::setup_with(tests::smtp::SmtpSink::start().await, |config| config.ambiguous_window_seconds = 600).await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let recipient = format!("maybe@{RECIPIENT_DOMAIN}");
+    mail.sink.set_behavior(&recipient, tests::smtp::Behavior::DropAfterData);
+    let id = mail.send(Mail::message(&recipient)).await;
+    let status = || async {
+        sqlx::query_scalar::<_, String>("SELECT status FROM email_recipients WHERE email_id = $1::uuid").bind(&id).fetch_one(&app.pool).await.unwrap()
+    };
+    eventually(|| async { (status().await == "ambiguous").then_some(()) }).await;
+
+    let key = schema::store::keys::get(&mut *app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
+    let return_path = schema::tracking::return_path(&key, id.parse().unwrap(), 0, &format!("send.{SENDING_DOMAIN}"));
+    lettre_send(port, "", &return_path, dsn(&return_path, &recipient, "delivered", "2.0.0").as_bytes()).await.expect("accepted");
+    assert_eq!(status().await, "delivered");
+    assert_eq!(mail.timeline(&id).await, ["email.sent", "email.delivered"]);
+    // The ambiguity check that comes later finds nothing left to fail.
+    jobs::deliver::resolve_ambiguous(&app.pool, id.parse().unwrap()).await.unwrap();
+    assert_eq!(mail.wait_for_event(&id, "delivered").await["last_event"], "delivered");
+}
+
+#[tokio::test]
+async fn receiving_is_refused_where_the_mx_delivers_elsewhere_until_confirmed() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let id = mail.domain["id"].as_str().unwrap();
+    app.dns.zone.set_mx(SENDING_DOMAIN, 10, "aspmx.mailhost.test");
+    let on = json!({ "capabilities": { "receiving": "enabled" } });
+    app.patch(&format!("/domains/{id}"), on.clone()).await.assert_error(409, "receiving_mx_in_use");
+    assert_eq!(app.get(&format!("/domains/{id}")).await.body["capabilities"]["receiving"], "disabled", "nothing changed");
+    let confirmed = app.patch(&format!("/domains/{id}"), json!({ "capabilities": { "receiving": "enabled" }, "confirm_replace_mx": true })).await;
+    assert_eq!(confirmed.status, 200, "{}", confirmed.body);
+    assert_eq!(app.get(&format!("/domains/{id}")).await.body["capabilities"]["receiving"], "enabled");
+    // An MX already at the region's inbound host is no conflict.
+    let created = app.post("/domains", json!({ "name": "mine.test", "capabilities": { "receiving": "enabled" } })).await;
+    assert_eq!(created.status, 201);
+    let inbound_host = app.config.hosts.inbound_host(schema::domain::Region::UsEast1);
+    app.dns.zone.set_mx("other.test", 10, &inbound_host);
+    let other = app.post("/domains", json!({ "name": "other.test", "capabilities": { "receiving": "enabled" } })).await;
+    assert_eq!(other.status, 201, "{}", other.body);
+    app.dns.zone.set_mx("taken.test", 10, "mx.elsewhere.test");
+    app.post("/domains", json!({ "name": "taken.test", "capabilities": { "receiving": "enabled" } })).await.assert_error(409, "receiving_mx_in_use");
+    assert_eq!(app.count("domains WHERE name = 'taken.test'").await, 0);
+}
+
+#[tokio::test]
+async fn a_team_past_its_allowances_or_blocked_gets_a_dropped_record_with_the_reason() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = inbound(app, |_| {}).await;
+    let send = |subject: &'static str| async move {
+        let raw = format!("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: {subject}\r\n\r\nHello.\r\n");
+        lettre_send(port, "a@sender.test", "support@acme.test", raw.as_bytes()).await.expect("accepted");
+    };
+    let newest = || async { app.get("/emails/receiving?limit=1").await.body["data"][0].clone() };
+    sqlx::query("UPDATE plans SET inbound_daily_cap = 1, inbound_storage_bytes = NULL WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    send("first").await;
+    assert_eq!(newest().await["dropped_reason"], json!(null));
+    send("second").await;
+    let dropped = newest().await;
+    assert_eq!((dropped["subject"].as_str(), dropped["dropped_reason"].as_str()), (Some("second"), Some("daily_cap")));
+    let one = app.get(&format!("/emails/receiving/{}", dropped["id"].as_str().unwrap())).await.body;
+    assert_eq!((one["html"].clone(), one["text"].clone(), one["headers"].clone()), (json!(null), json!(null), json!(null)));
+    let raw = app.request(reqwest::Method::GET, &format!("/emails/receiving/{}/raw", dropped["id"].as_str().unwrap())).send().await.unwrap();
+    assert_eq!(raw.status(), 404, "a dropped message keeps no source");
+
+    sqlx::query("UPDATE plans SET inbound_daily_cap = NULL, inbound_storage_bytes = 10 WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    send("third").await;
+    assert_eq!(newest().await["dropped_reason"], "storage_quota");
+    sqlx::query("UPDATE plans SET inbound_storage_bytes = NULL WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    sqlx::query("UPDATE teams SET risk_state = 'suspended' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
+    send("fourth").await;
+    // (A suspended team's key is refused, so the record is read from the table.)
+    let reason: Option<String> = sqlx::query_scalar("SELECT dropped_reason FROM received_emails WHERE subject = 'fourth'").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(reason.as_deref(), Some("team_blocked"));
+    let events: i64 = app.count("events WHERE type = 'email.received'").await;
+    assert_eq!(events, 4, "every accepted message emits email.received, dropped or not");
+
+    // Dropped records age out on the plan's retention window (pro: 90 days); stored ones stay.
+    sqlx::query("UPDATE received_emails SET created_at = now() - interval '91 days'").execute(&app.pool).await.unwrap();
+    let report = jobs::housekeeping::purge(&app.pool).await.unwrap();
+    assert_eq!(report.dropped_received_emails, 3);
+    assert_eq!(app.count("received_emails").await, 1);
+}
+
+/// A clamd speaking `zINSTREAM`: reports the EICAR test string as found, anything else clean.
+async fn clamd() -> String {
+    use tokio::io::AsyncReadExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut command = [0u8; 10];
+                stream.read_exact(&mut command).await.unwrap();
+                assert_eq!(&command, b"zINSTREAM\0");
+                let mut body = Vec::new();
+                loop {
+                    let length = stream.read_u32().await.unwrap() as usize;
+                    if length == 0 {
+                        break;
+                    }
+                    let mut chunk = vec![0u8; length];
+                    stream.read_exact(&mut chunk).await.unwrap();
+                    body.extend(chunk);
+                }
+                let found = String::from_utf8_lossy(&body).contains("EICAR-STANDARD-ANTIVIRUS-TEST-FILE");
+                let reply: &[u8] = if found { b"stream: Win.Test.EICAR_HDB-1 FOUND\0" } else { b"stream: OK\0" };
+                stream.write_all(reply).await.unwrap();
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_message_clamd_flags_is_recorded_as_virus_without_its_content() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let scanner = clamd().await;
+    let port = inbound(app, |s| s.clamd = Some(scanner)).await;
+    let clean = "From: a@sender.test\r\nTo: support@acme.test\r\nSubject: clean\r\n\r\nHello.\r\n";
+    lettre_send(port, "a@sender.test", "support@acme.test", clean.as_bytes()).await.expect("accepted");
+    let infected = "From: a@sender.test\r\nTo: support@acme.test\r\nSubject: infected\r\n\r\nX5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*\r\n";
+    lettre_send(port, "a@sender.test", "support@acme.test", infected.as_bytes()).await.expect("accepted");
+    let rows = app.get("/emails/receiving").await.body["data"].clone();
+    let reasons: Vec<(&str, Option<&str>)> = rows.as_array().unwrap().iter().map(|r| (r["subject"].as_str().unwrap(), r["dropped_reason"].as_str())).collect();
+    assert_eq!(reasons, [("infected", Some("virus")), ("clean", None)]);
+    assert_eq!(app.count("received_sources").await, 1, "the infected source is not kept");
+}

@@ -75,6 +75,9 @@ pub struct CreateDomain {
     pub open_tracking: Option<bool>,
     /// Track clicks (default false).
     pub click_tracking: Option<bool>,
+    /// Turn receiving on although the receiving name's MX delivers elsewhere today (that mail
+    /// moves to Herald once the MX is replaced); without it that is `409 receiving_mx_in_use`.
+    pub confirm_replace_mx: Option<bool>,
 }
 
 /// Body of `PATCH /domains/{domain_id}`. Region, return path and receiving host are fixed.
@@ -84,6 +87,9 @@ pub struct UpdateDomain {
     pub capabilities: Option<Capabilities>,
     pub open_tracking: Option<bool>,
     pub click_tracking: Option<bool>,
+    /// Turn receiving on although the receiving name's MX delivers elsewhere today; without it
+    /// that is `409 receiving_mx_in_use`.
+    pub confirm_replace_mx: Option<bool>,
     /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
     #[oai(skip)]
     pub region: Option<Region>,
@@ -289,8 +295,12 @@ impl DomainsApi {
     /// `409 resource_locked` (claim it with `POST /domains/claim`).
     #[oai(path = "/domains", method = "post", operation_id = "create-domain")]
     async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateDomain>) -> ApiResult<CreateResponse> {
+        let confirm_replace_mx = body.0.confirm_replace_mx.unwrap_or(false);
         let request = NewRequest::parse(body.0)?;
         return_path_free(&state, &request).await?;
+        if request.receiving && !confirm_replace_mx {
+            receiving_mx_free(&state, request.region, &receiving_name(&request.receiving_host, &request.name.name)).await?;
+        }
         let key = dkim_key().await?;
         let mut tx = state.pool.begin().await?;
         let limit = schema::store::teams::lock_domain_limit(&mut tx, caller.team_id).await?;
@@ -380,6 +390,9 @@ impl DomainsApi {
             click_tracking: body.click_tracking.unwrap_or(domain.click_tracking),
         };
         receiving_offered(domain.region, settings.receiving_enabled)?;
+        if settings.receiving_enabled && !domain.receiving_enabled && !body.confirm_replace_mx.unwrap_or(false) {
+            receiving_mx_free(&state, domain.region, &receiving_name(&domain.receiving_host, &domain.name)).await?;
+        }
         domains::update_settings(&mut tx, id, &settings).await?;
         let updated = domains::get(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         emit(&mut tx, "domain.updated", &updated).await?;
@@ -700,6 +713,25 @@ fn fixed_label(field: &str, given: Option<&str>, current: &str, allow_apex: bool
         Some(_) => Err(ApiError::invalid_parameter(field, "is fixed once the domain is created")),
         None => Ok(()),
     }
+}
+
+/// The name the receiving MX is published at.
+fn receiving_name(receiving_host: &str, name: &str) -> String {
+    if receiving_host == "@" { name.to_string() } else { format!("{receiving_host}.{name}") }
+}
+
+/// Refuses to turn receiving on at a name whose MX delivers to another host than the region's
+/// inbound host (`409 receiving_mx_in_use`, listing what was found), unless confirmed. When DNS
+/// cannot answer, the check is skipped.
+async fn receiving_mx_free(state: &AppState, region: Region, name: &str) -> ApiResult<()> {
+    let ours = state.checker.hosts.inbound_host(region);
+    let jobs::dns::Lookup::Found(found) = state.checker.dns.mx(name).await else { return Ok(()) };
+    let elsewhere: Vec<&String> = found.iter().filter(|mx| mx.split_whitespace().last() != Some(ours.as_str())).collect();
+    if elsewhere.is_empty() {
+        return Ok(());
+    }
+    let message = format!("The MX of {name} already delivers mail elsewhere; set confirm_replace_mx to true to turn receiving on anyway.");
+    Err(ApiError::new(StatusCode::CONFLICT, "receiving_mx_in_use", message).with_details(json!({ "name": name, "found": elsewhere })))
 }
 
 /// Refuses a return-path label whose name already holds a record that is not the service's.
