@@ -186,6 +186,8 @@ const ABSENT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("Error", "errors"),
     ("Error", "code"),
     ("Error", "details"),
+    ("ReceivedAttachmentLink", "download_url"),
+    ("ReceivedAttachmentLink", "expires_at"),
 ];
 
 #[test]

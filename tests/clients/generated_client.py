@@ -298,6 +298,21 @@ def create_resources(client, raw, gen, from_domain):
     log = poll("a request log", lambda: expect(raw.get("/logs"), 200, "logs")["data"])
     ids["log_id"] = log[0]["id"]
     ids["audience_id"] = ids["segment_id"]
+
+    # A received email: receiving on for the sending domain, one message over SMTP.
+    expect(raw.patch(f"/domains/{os.environ['HERALD_DOMAIN_ID']}", json={"capabilities": {"receiving": "enabled"}}), 200, "receiving on")
+    import smtplib
+    from email.message import EmailMessage
+    message = EmailMessage()
+    message["From"], message["To"], message["Subject"] = "sender@example.com", f"inbox@{from_domain}", f"received {run}"
+    message.set_content("A message to the receiving domain.")
+    message.add_attachment(b"attached", maintype="application", subtype="pdf", filename="a.pdf")
+    with smtplib.SMTP("127.0.0.1", int(os.environ["HERALD_SMTP_PORT"])) as smtp:
+        smtp.send_message(message)
+    received = expect(raw.get("/emails/receiving", params={"search": f"received {run}"}), 200, "received")["data"]
+    ids["received_email_id"] = received[0]["id"]
+    parts = expect(raw.get(f"/emails/receiving/{ids['received_email_id']}/attachments"), 200, "received attachments")["data"]
+    ids["download_token"] = parts[0]["download_url"].rstrip("/").rsplit("/", 1)[-1]
     ids["unsigned_token"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
     ok("created one of each resource")
     return ids, receiver
@@ -309,7 +324,12 @@ def create_resources(client, raw, gen, from_domain):
 TOKENS = {
     "view-preferences": "preferences_token", "view-shared-email": "share_token", "view-unsubscribe": "unsubscribe_token",
     "track-click": "unsigned_token", "track-open": "unsigned_token",
+    "download-received-attachment": "download_token",
 }
+
+# Path parameters named like another resource's on some operations.
+RENAMED = {"get-received-email": {"email_id": "received_email_id"}, "list-received-email-attachments": {"email_id": "received_email_id"},
+           "get-received-email-raw": {"email_id": "received_email_id"}}
 
 # Operations answering a documented error rather than 200 here, with the reason.
 EXPECTED_ERRORS = {
@@ -343,7 +363,7 @@ def free_form_models(spec, models):
             if model is not None:
                 model._herald_free_form = True
     for module in models.__dict__.values():
-        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties")):
+        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0")):
             module._herald_free_form = True
 
 
@@ -369,6 +389,7 @@ def call_every_get(spec, client, gen, ids):
             if parameter["in"] != "path":
                 continue
             key = TOKENS.get(op_id, parameter["name"]) if parameter["name"] == "token" else parameter["name"]
+            key = RENAMED.get(op_id, {}).get(key, key)
             if key not in ids:
                 missing = parameter["name"]
                 break

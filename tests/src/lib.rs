@@ -207,6 +207,19 @@ impl TestApp {
         }
     }
 
+    /// Starts the inbound SMTP server for this app on a free port (short timeouts, `adjust`ed);
+    /// answers the port.
+    pub async fn start_inbound(&self, adjust: impl FnOnce(&mut jobs::inbound::InboundSettings)) -> u16 {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut settings = self.config.inbound().unwrap();
+        settings.command_timeout = std::time::Duration::from_secs(5);
+        settings.data_timeout = std::time::Duration::from_secs(5);
+        adjust(&mut settings);
+        tokio::spawn(jobs::inbound::serve(self.pool.clone(), settings, listener, std::future::pending()));
+        port
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

@@ -9,12 +9,17 @@ use tests::smtp::SmtpSink;
 
 /// A team ready for the SDKs: a verified domain, out of the sandbox, workers running, webhook
 /// endpoints allowed on loopback (the scripts receive deliveries themselves).
-async fn setup() -> Mail {
-    mail::setup_with(SmtpSink::start().await, |config| config.webhook_allow_private = true).await
+/// Herald with a sink, and an inbound SMTP server (answers its port): the clients read
+/// received mail too.
+async fn setup() -> (Mail, u16) {
+    let mail = mail::setup_with(SmtpSink::start().await, |config| config.webhook_allow_private = true).await;
+    let smtp_port = mail.app.start_inbound(|_| {}).await;
+    (mail, smtp_port)
 }
 
-fn with_env(mut command: Command, mail: &Mail) -> Command {
+fn with_env(mut command: Command, mail: &Mail, smtp_port: u16) -> Command {
     command
+        .env("HERALD_SMTP_PORT", smtp_port.to_string())
         .env("HERALD_BASE_URL", &mail.app.base)
         .env("HERALD_API_KEY", &mail.app.key)
         .env("HERALD_FROM_DOMAIN", SENDING_DOMAIN)
@@ -24,36 +29,36 @@ fn with_env(mut command: Command, mail: &Mail) -> Command {
 
 #[tokio::test]
 async fn the_python_resend_sdk_makes_every_call_herald_serves() {
-    let mail = setup().await;
+    let (mail, smtp_port) = setup().await;
     let mut command = python();
     command.arg(script("resend_sdk.py"));
-    let said = run_ok(with_env(command, &mail)).await;
+    let said = run_ok(with_env(command, &mail, smtp_port)).await;
     assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
 }
 
 #[tokio::test]
 async fn the_node_resend_sdk_makes_every_call_herald_serves() {
-    let mail = setup().await;
+    let (mail, smtp_port) = setup().await;
     assert!(script("node_modules/resend").exists(), "tests/clients/node_modules is missing: run scripts/test (npm ci)");
     let mut command = Command::new("node");
     command.arg(script("resend_sdk.mjs"));
-    let said = run_ok(with_env(command, &mail)).await;
+    let said = run_ok(with_env(command, &mail, smtp_port)).await;
     assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
 }
 
 #[tokio::test]
 async fn a_client_generated_by_openapi_python_client_calls_every_list_and_get_route() {
-    let mail = setup().await;
+    let (mail, smtp_port) = setup().await;
     let mut command = python();
     command.arg(script("generated_client.py"));
-    let said = run_ok(with_env(command, &mail)).await;
+    let said = run_ok(with_env(command, &mail, smtp_port)).await;
     assert!(said.lines().any(|line| line.starts_with("ok ")), "{said}");
 }
 
 #[tokio::test]
 async fn schemathesis_finds_no_failure_in_any_operation() {
-    let mail = setup().await;
+    let (mail, smtp_port) = setup().await;
     let mut command = Command::new("bash");
     command.arg(script("schemathesis.sh")).env("HERALD_SCHEMATHESIS_EXAMPLES", "10").env("HERALD_SCHEMATHESIS_SEED", "7");
-    run_ok(with_env(command, &mail)).await;
+    run_ok(with_env(command, &mail, smtp_port)).await;
 }

@@ -197,6 +197,22 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let email_id = email["id"].as_str().unwrap().to_string();
     created(app, team, &format!("/emails/{email_id}/share"), json!({})).await;
 
+    // A received email, over SMTP to the team's domain with receiving on.
+    let domains = get(app, team, "/domains").await;
+    let domain_id = domains["data"].as_array().unwrap().iter().find(|d| d["name"] == domain).unwrap()["id"].as_str().unwrap().to_string();
+    let on = call(app, &team.key, &Method::PATCH, &format!("/domains/{domain_id}"), &Payload::Json(json!({ "capabilities": { "receiving": "enabled" } }))).await;
+    assert_eq!(on.status, 200, "receiving on: {}", on.summary());
+    let port = app.start_inbound(|_| {}).await;
+    let raw = format!("From: someone@sender.example\r\nTo: inbox@{domain}\r\nSubject: Hello\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHi.\r\n--b\r\nContent-Type: application/pdf\r\n\
+Content-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n");
+    {
+        use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
+        let envelope = Envelope::new(Some("someone@sender.example".parse().unwrap()), vec![format!("inbox@{domain}").parse().unwrap()]).unwrap();
+        transport.send_raw(&envelope, raw.as_bytes()).await.expect("the inbound server takes it");
+    }
+
     waited("the import finishes", || async {
         let import = get(app, team, &import_path).await;
         matches!(import["status"].as_str(), Some("completed" | "failed")).then_some(())

@@ -10,14 +10,7 @@ use tokio::net::TcpStream;
 
 /// Starts the inbound server for `app` on a free port (answers the port).
 async fn inbound(app: &TestApp, adjust: impl FnOnce(&mut jobs::inbound::InboundSettings)) -> u16 {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let mut settings = app.config.inbound().unwrap();
-    settings.command_timeout = Duration::from_secs(5);
-    settings.data_timeout = Duration::from_secs(5);
-    adjust(&mut settings);
-    tokio::spawn(jobs::inbound::serve(app.pool.clone(), settings, listener, std::future::pending()));
-    port
+    app.start_inbound(adjust).await
 }
 
 /// Turns receiving on for the team's verified `acme.test`.
@@ -323,7 +316,7 @@ async fn a_later_delivery_report_settles_an_ambiguous_submission_as_delivered() 
     };
     eventually(|| async { (status().await == "ambiguous").then_some(()) }).await;
 
-    let key = schema::store::keys::get(&mut *app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
+    let key = schema::store::keys::get(&mut app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
     let return_path = schema::tracking::return_path(&key, id.parse().unwrap(), 0, &format!("send.{SENDING_DOMAIN}"));
     lettre_send(port, "", &return_path, dsn(&return_path, &recipient, "delivered", "2.0.0").as_bytes()).await.expect("accepted");
     assert_eq!(status().await, "delivered");
@@ -443,4 +436,101 @@ async fn a_message_clamd_flags_is_recorded_as_virus_without_its_content() {
     let reasons: Vec<(&str, Option<&str>)> = rows.as_array().unwrap().iter().map(|r| (r["subject"].as_str().unwrap(), r["dropped_reason"].as_str())).collect();
     assert_eq!(reasons, [("infected", Some("virus")), ("clean", None)]);
     assert_eq!(app.count("received_sources").await, 1, "the infected source is not kept");
+}
+
+/// A `herald inbound` process on `port` for this test's database.
+fn start_inbound(app: &TestApp, port: u16) -> std::process::Child {
+    std::process::Command::new(tests::herald_binary())
+        .arg("inbound")
+        .env("DATABASE_URL", &app.database_url)
+        .env("HERALD_SMTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("HERALD_DB_MAX_CONNECTIONS", "4")
+        .env("HERALD_ENV", "test")
+        .env("HERALD_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start herald inbound")
+}
+
+/// Connects once the server on `port` accepts.
+async fn connect_when_up(port: u16) -> Client {
+    for _ in 0..100 {
+        if TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+            return Client::connect(port).await.0;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("herald inbound never listened on {port}");
+}
+
+#[tokio::test]
+async fn a_server_killed_during_data_keeps_every_message_it_answered_250() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = tests::bench::free_port().unwrap();
+    let mut server = start_inbound(app, port);
+    let mut client = connect_when_up(port).await;
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    let answered = client.data("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: kept\r\n\r\nThis one was answered.").await;
+    assert!(answered.starts_with("250"), "{answered}");
+    // The next message is cut off by the server's death in the middle of its DATA.
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    assert!(client.send(b"DATA\r\n").await.starts_with("354"));
+    client.reader.get_mut().write_all(b"From: a@sender.test\r\nSubject: cut\r\n\r\nhalf of it").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let subjects: Vec<String> = sqlx::query_scalar("SELECT subject FROM received_emails").fetch_all(&app.pool).await.unwrap();
+    assert_eq!(subjects, ["kept"], "what was answered 250 is kept; what was not is not");
+
+    // A server started again takes mail as before.
+    let mut server = start_inbound(app, port);
+    let mut client = connect_when_up(port).await;
+    client.envelope("a@sender.test", &["support@acme.test"]).await;
+    assert!(client.data("From: a@sender.test\r\nSubject: again\r\n\r\nSent again.").await.starts_with("250"));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert_eq!(app.count("received_emails").await, 2);
+}
+
+/// A bounce Postfix generated (captured once; see tests/fixtures/README.md) for the email
+/// `id`, addressed to `return_path`, with CRLF line ends as on the wire.
+fn postfix_bounce(fixture: &str, return_path: &str, id: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(fixture);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .replace("b-00000000000070008000000000000000-0-0000000000000000@send.acme.test", return_path)
+        .replace("00000000-0000-7000-8000-000000000000@acme.test", &format!("{id}@{SENDING_DOMAIN}"))
+        .replace('\n', "\r\n")
+}
+
+#[tokio::test]
+async fn bounces_postfix_generated_are_read_permanent_and_transient() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let hard = mail.send(Mail::message(&format!("gone@{RECIPIENT_DOMAIN}"))).await;
+    let soft = mail.send(Mail::message(&format!("later@{RECIPIENT_DOMAIN}"))).await;
+    let delivered = mail.sink.wait_for(2, Duration::from_secs(20)).await;
+    let return_path = |to: &str| delivered.iter().find(|m| m.rcpt_to[0].starts_with(to)).unwrap().mail_from.clone();
+    mail.wait_for_event(&hard, "delivered").await;
+    mail.wait_for_event(&soft, "delivered").await;
+
+    let rp = return_path("gone@");
+    lettre_send(port, "", &rp, postfix_bounce("postfix-dsn-5.1.1.eml", &rp, &hard).as_bytes()).await.expect("accepted");
+    mail.wait_for_event(&hard, "bounced").await;
+    let bounce = mail.event(&hard, "email.bounced").await["bounce"].clone();
+    assert_eq!((bounce["type"].as_str(), bounce["subType"].as_str()), (Some("Permanent"), Some("NoEmail")));
+    assert_eq!(bounce["diagnosticCode"][0], "550 5.1.1 <gone@inbox.test>: Recipient address rejected: User unknown in virtual mailbox table");
+    assert_eq!(app.get(&format!("/suppressions/gone@{RECIPIENT_DOMAIN}")).await.body["origin"], "bounce");
+
+    // Postfix's "connection refused, queue lifetime over" report: a transient failure, kept
+    // from the suppression list. (The fixture names gone@; the return path names the recipient.)
+    let rp = return_path("later@");
+    let transient = postfix_bounce("postfix-dsn-4.4.1.eml", &rp, &soft).replace("gone@inbox.test", &format!("later@{RECIPIENT_DOMAIN}"));
+    lettre_send(port, "", &rp, transient.as_bytes()).await.expect("accepted");
+    mail.wait_for_event(&soft, "bounced").await;
+    assert_eq!(mail.event(&soft, "email.bounced").await["bounce"]["type"], "Transient");
+    assert_eq!(app.count(&format!("suppressions WHERE email = 'later@{RECIPIENT_DOMAIN}'")).await, 0);
 }

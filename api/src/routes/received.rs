@@ -126,8 +126,10 @@ pub struct ReceivedAttachmentLink {
     pub size: i32,
     /// A link that downloads the bytes with no credential, valid 15 minutes; absent for a part
     /// that was refused (too large to keep).
+    #[oai(skip_serializing_if_is_none)]
     pub download_url: Option<String>,
-    /// When `download_url` stops working.
+    /// When `download_url` stops working; absent with `download_url`.
+    #[oai(skip_serializing_if_is_none)]
     pub expires_at: Option<DateTime<Utc>>,
 }
 
