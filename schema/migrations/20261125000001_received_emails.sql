@@ -24,9 +24,9 @@ CREATE TABLE received_emails (
     subject         text NOT NULL DEFAULT '',
     message_id      text,
     -- Set on a stored message only: bodies as decoded, never sanitised; headers in order.
-    html            text,
-    text            text,
-    headers         jsonb,
+    html            text COMPRESSION lz4,
+    text            text COMPRESSION lz4,
+    headers         jsonb COMPRESSION lz4,
     dropped_reason  text CONSTRAINT received_emails_dropped_reason_check CHECK (dropped_reason IN
                         ('storage_quota', 'daily_cap', 'virus', 'parse_failed', 'no_mailbox', 'team_blocked')),
     -- The raw source's size (what the storage quota counts).
@@ -41,7 +41,8 @@ CREATE INDEX received_emails_dropped_idx ON received_emails (created_at) WHERE d
 -- could matter (every dropped reason but parse_failed).
 CREATE TABLE received_sources (
     received_email_id uuid PRIMARY KEY REFERENCES received_emails (id) ON DELETE CASCADE,
-    raw             bytea NOT NULL
+    -- lz4, not pglz: compressing every message as it arrives is on the path to `250`.
+    raw             bytea COMPRESSION lz4 NOT NULL
 );
 
 CREATE TABLE received_attachments (
@@ -54,7 +55,7 @@ CREATE TABLE received_attachments (
     content_id      text,
     size            integer NOT NULL,
     -- NULL for a refused part (listed with its size, never downloadable).
-    content         bytea
+    content         bytea COMPRESSION lz4
 );
 CREATE INDEX received_attachments_email_idx ON received_attachments (received_email_id, position);
 

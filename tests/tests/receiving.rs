@@ -534,3 +534,44 @@ async fn bounces_postfix_generated_are_read_permanent_and_transient() {
     assert_eq!(mail.event(&soft, "email.bounced").await["bounce"]["type"], "Transient");
     assert_eq!(app.count(&format!("suppressions WHERE email = 'later@{RECIPIENT_DOMAIN}'")).await, 0);
 }
+
+#[tokio::test]
+async fn starttls_is_offered_with_a_certificate_and_mail_arrives_over_it() {
+    use lettre::transport::smtp::client::{Tls, TlsParameters};
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    // PEM files, as an operator gives them in HERALD_SMTP_TLS_CERT and HERALD_SMTP_TLS_KEY.
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let pem = |label: &str, der: &[u8]| {
+        use base64::Engine;
+        let body = base64::engine::general_purpose::STANDARD.encode(der);
+        let lines: Vec<&str> = body.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
+        format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+    };
+    let (cert, key) = (pem("CERTIFICATE", certified.cert.der()), pem("PRIVATE KEY", &certified.signing_key.serialize_der()));
+    let acceptor = jobs::inbound::tls_acceptor(cert.as_bytes(), key.as_bytes()).unwrap();
+    let port = inbound(app, |s| s.tls = Some(acceptor)).await;
+    let (mut client, _) = Client::connect(port).await;
+    assert!(client.send(b"EHLO client.test\r\n").await.contains("STARTTLS"));
+
+    let tls = TlsParameters::builder("localhost".into()).dangerous_accept_invalid_certs(true).build_rustls().unwrap();
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).tls(Tls::Required(tls)).build();
+    let envelope = Envelope::new(Some("a@sender.test".parse().unwrap()), vec!["support@acme.test".parse().unwrap()]).unwrap();
+    let raw = "From: a@sender.test\r\nTo: support@acme.test\r\nSubject: over TLS\r\n\r\nSecret.\r\n";
+    transport.send_raw(&envelope, raw.as_bytes()).await.expect("delivered over STARTTLS");
+    assert_eq!(app.get("/emails/receiving").await.body["data"][0]["subject"], "over TLS");
+}
+
+#[tokio::test]
+async fn connections_past_the_per_address_limit_are_told_to_come_back() {
+    let mail = mail::setup().await;
+    let port = inbound(&mail.app, |s| s.max_connections_per_ip = 2).await;
+    let (_first, greeting) = Client::connect(port).await;
+    assert!(greeting.starts_with("220"));
+    let (_second, greeting) = Client::connect(port).await;
+    assert!(greeting.starts_with("220"));
+    let (_third, greeting) = Client::connect(port).await;
+    assert!(greeting.starts_with("421"), "{greeting}");
+}

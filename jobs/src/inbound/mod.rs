@@ -143,7 +143,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     };
     let greeting = format!("220 {} ESMTP Herald\r\n", shared.settings.hostname);
     stream.write_all(greeting.as_bytes()).await?;
-    let mut session = Session { shared: shared.clone(), peer, tls: false, helo: None, mail_from: None, recipients: Vec::new(), messages: 0 };
+    let mut session = Session { shared: shared.clone(), peer, tls: false, helo: None, mail_from: None, recipients: Vec::new(), messages: 0, hosts: HashMap::new() };
     if let Some(plain) = session.run(stream).await?
         && let Some(acceptor) = &shared.settings.tls
     {
@@ -177,6 +177,9 @@ struct Session {
     mail_from: Option<String>,
     recipients: Vec<Target>,
     messages: usize,
+    /// The roles of hosts this session has addressed (a sender delivering many messages to one
+    /// domain looks it up once per connection).
+    hosts: HashMap<String, Vec<HostRole>>,
 }
 
 enum State {
@@ -369,13 +372,22 @@ impl Session {
     }
 
     /// What a RCPT TO address is to Herald, or `None` when nobody here takes it.
-    async fn target(&self, address: &str) -> anyhow::Result<Option<Target>> {
+    async fn target(&mut self, address: &str) -> anyhow::Result<Option<Target>> {
         let address = address.to_ascii_lowercase();
         let Some((local, host)) = address.rsplit_once('@') else { return Ok(None) };
         if local.is_empty() || host.is_empty() {
             return Ok(None);
         }
-        let roles = received::host_roles(&mut *self.shared.pool.acquire().await?, host).await?;
+        let roles = match self.hosts.get(host) {
+            Some(roles) => roles.clone(),
+            None => {
+                let roles = received::host_roles(&mut *self.shared.pool.acquire().await?, host).await?;
+                if self.hosts.len() < 100 {
+                    self.hosts.insert(host.to_string(), roles.clone());
+                }
+                roles
+            }
+        };
         for role in roles {
             match role {
                 HostRole::Receiving { team_id, .. } => return Ok(Some(Target::Mailbox { team_id, address })),

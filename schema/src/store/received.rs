@@ -153,11 +153,25 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
         None
     };
     let content = new.content.filter(|_| dropped.is_none());
+    let stored = dropped.is_none();
+    let keep_source = matches!(dropped, None | Some(Dropped::ParseFailed));
+    let shard = (new.id.as_u128() % SHARDS as u128) as i16;
     let e = new.envelope;
+    // The record, its raw source and the team's counters in one statement (the source and the
+    // recipients' foreign keys are checked at its end, when the record exists).
     sqlx::query(
-        "INSERT INTO received_emails (id, team_id, mail_from, received_for, from_header, from_email, from_name, to_addresses, cc, bcc,
-             reply_to, subject, message_id, html, text, headers, dropped_reason, size_bytes, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+        "WITH record AS (
+             INSERT INTO received_emails (id, team_id, mail_from, received_for, from_header, from_email, from_name, to_addresses, cc, bcc,
+                 reply_to, subject, message_id, html, text, headers, dropped_reason, size_bytes, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+         ), source AS (
+             INSERT INTO received_sources (received_email_id, raw) SELECT $1, $20 WHERE $21
+         ), usage AS (
+             INSERT INTO received_usage (team_id, day, shard, messages) SELECT $2, $22, $23, 1 WHERE $24
+             ON CONFLICT (team_id, day, shard) DO UPDATE SET messages = received_usage.messages + 1
+         )
+         INSERT INTO received_storage (team_id, shard, bytes) SELECT $2, $23, $25 WHERE $24
+         ON CONFLICT (team_id, shard) DO UPDATE SET bytes = received_storage.bytes + excluded.bytes",
     )
     .bind(new.id)
     .bind(new.team_id)
@@ -178,15 +192,14 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
     .bind(dropped.map(Dropped::as_str))
     .bind(size.min(i64::from(i32::MAX)) as i32)
     .bind(new.now)
+    .bind(new.raw)
+    .bind(keep_source)
+    .bind(day)
+    .bind(shard)
+    .bind(stored)
+    .bind(size)
     .execute(&mut *conn)
     .await?;
-    if matches!(dropped, None | Some(Dropped::ParseFailed)) {
-        sqlx::query("INSERT INTO received_sources (received_email_id, raw) VALUES ($1, $2)")
-            .bind(new.id)
-            .bind(new.raw)
-            .execute(&mut *conn)
-            .await?;
-    }
     let Some(content) = content else { return Ok(dropped) };
     if !content.attachments.is_empty() {
         let mut query = QueryBuilder::new(
@@ -205,21 +218,6 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
         });
         query.build().execute(&mut *conn).await?;
     }
-    let shard = (new.id.as_u128() % SHARDS as u128) as i16;
-    sqlx::query(
-        "WITH usage AS (
-             INSERT INTO received_usage (team_id, day, shard, messages) VALUES ($1, $2, $3, 1)
-             ON CONFLICT (team_id, day, shard) DO UPDATE SET messages = received_usage.messages + 1
-         )
-         INSERT INTO received_storage (team_id, shard, bytes) VALUES ($1, $3, $4)
-         ON CONFLICT (team_id, shard) DO UPDATE SET bytes = received_storage.bytes + excluded.bytes",
-    )
-    .bind(new.team_id)
-    .bind(day)
-    .bind(shard)
-    .bind(size)
-    .execute(&mut *conn)
-    .await?;
     Ok(None)
 }
 
