@@ -81,19 +81,8 @@ pub struct ReceivedEmailItem {
 /// A received email with its content.
 #[derive(Object)]
 pub struct ReceivedEmailView {
-    /// Always `email`.
-    pub object: String,
-    pub id: String,
-    pub to: Vec<String>,
-    pub from: String,
-    pub subject: String,
-    pub message_id: Nullable<String>,
-    pub bcc: Vec<String>,
-    pub cc: Vec<String>,
-    pub reply_to: Vec<String>,
-    pub dropped_reason: Nullable<String>,
-    pub created_at: DateTime<Utc>,
-    pub attachments: Vec<ReceivedAttachmentView>,
+    #[oai(flatten)]
+    pub item: ReceivedEmailItem,
     /// The team's addresses the message was accepted for (the SMTP recipients): route on this.
     pub received_for: Vec<String>,
     /// The HTML body as decoded, never sanitised; null when there is none or it was dropped.
@@ -217,25 +206,7 @@ impl ReceivedApi {
         let parts = received::attachments(&mut conn, caller.team_id, &[id]).await?;
         let headers = found.headers.clone().and_then(|h| serde_json::from_value(h).ok());
         let (html, text, received_for) = (found.html.clone(), found.text.clone(), found.received_for.clone());
-        let item = item(found, parts);
-        Ok(Json(ReceivedEmailView {
-            object: item.object,
-            id: item.id,
-            to: item.to,
-            from: item.from,
-            subject: item.subject,
-            message_id: item.message_id,
-            bcc: item.bcc,
-            cc: item.cc,
-            reply_to: item.reply_to,
-            dropped_reason: item.dropped_reason,
-            created_at: item.created_at,
-            attachments: item.attachments,
-            received_for,
-            html: html.into(),
-            text: text.into(),
-            headers: headers.into(),
-        }))
+        Ok(Json(ReceivedEmailView { item: item(found, parts), received_for, html: html.into(), text: text.into(), headers: headers.into() }))
     }
 
     /// List a received email's attachments, each with a download link valid 15 minutes (a
