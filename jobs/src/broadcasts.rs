@@ -286,7 +286,8 @@ impl Prepared {
     /// One contact's email.
     fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, id: Uuid, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
         let public = settings.public_url.trim_end_matches('/');
-        let unsubscribe_url = format!("{public}/unsubscribe/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: broadcast.topic_id }));
+        let unsubscribe_token = links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: broadcast.topic_id });
+        let unsubscribe_url = format!("{public}/unsubscribe/{unsubscribe_token}");
         let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: None }));
         let topics = resolved
             .topics
@@ -311,7 +312,9 @@ impl Prepared {
         let html = self.has_html.then_some(rendered.html);
         let text = self.has_text.then_some(rendered.text);
         let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
-        let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{}?subject=unsubscribe>", self.return_path);
+        // The mailto carries the same signed token in its subject: the inbound server reads it
+        // from the mail a mailbox provider sends.
+        let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{}?subject=unsubscribe%20{unsubscribe_token}>", self.return_path);
         NewEmail {
             id,
             team_id: broadcast.team_id,

@@ -217,6 +217,23 @@ async fn a_send_fans_out_one_personalised_email_per_recipient_with_unsubscribe_h
     assert!(posted.status().is_success(), "{}", posted.status());
     let contact = app.get(&format!("/contacts/reader7@{RECIPIENT_DOMAIN}/topics")).await.body;
     assert_eq!(contact["data"][0]["subscription"], "opt_out", "{contact}");
+
+    // The mailto of another arrived header, mailed as a mailbox provider would, does the same.
+    let other = messages.iter().find(|m| m.rcpt_to[0] == format!("reader8@{RECIPIENT_DOMAIN}")).unwrap();
+    let mailto = other.header("List-Unsubscribe").unwrap().split(['<', '>']).find(|part| part.starts_with("mailto:")).unwrap().to_string();
+    let (address, query) = mailto.trim_start_matches("mailto:").split_once('?').unwrap();
+    let subject = query.trim_start_matches("subject=").replace("%20", " ");
+    let port = app.start_inbound(|_| {}).await;
+    let raw = format!("From: reader8@{RECIPIENT_DOMAIN}\r\nTo: {address}\r\nSubject: {subject}\r\n\r\nThis message will unsubscribe you.\r\n");
+    {
+        use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
+        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
+        let envelope = Envelope::new(Some(format!("reader8@{RECIPIENT_DOMAIN}").parse().unwrap()), vec![address.parse().unwrap()]).unwrap();
+        transport.send_raw(&envelope, raw.as_bytes()).await.expect("the inbound server takes the unsubscribe mail");
+    }
+    let contact = app.get(&format!("/contacts/reader8@{RECIPIENT_DOMAIN}/topics")).await.body;
+    assert_eq!(contact["data"][0]["subscription"], "opt_out", "{contact}");
+    assert_eq!(app.count("received_emails").await, 0, "an unsubscribe is no received email");
 }
 
 #[tokio::test]

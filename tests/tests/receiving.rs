@@ -575,3 +575,20 @@ async fn connections_past_the_per_address_limit_are_told_to_come_back() {
     let (_third, greeting) = Client::connect(port).await;
     assert!(greeting.starts_with("421"), "{greeting}");
 }
+
+#[tokio::test]
+async fn unsubscribe_mail_without_a_valid_token_changes_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let contact = app.post("/contacts", json!({ "email": format!("reader@{RECIPIENT_DOMAIN}") })).await.body;
+    let to = format!("unsubscribe@send.{SENDING_DOMAIN}");
+    for subject in ["unsubscribe", "unsubscribe AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
+        let raw = format!("From: reader@{RECIPIENT_DOMAIN}\r\nTo: {to}\r\nSubject: {subject}\r\n\r\nPlease.\r\n");
+        lettre_send(port, &format!("reader@{RECIPIENT_DOMAIN}"), &to, raw.as_bytes()).await.expect("accepted");
+    }
+    let read = app.get(&format!("/contacts/{}", contact["id"].as_str().unwrap())).await.body;
+    assert_eq!(read["unsubscribed"], false);
+    assert_eq!(app.count("consent_records WHERE source = 'mailto'").await, 0);
+    assert_eq!(app.count("received_emails WHERE dropped_reason = 'no_mailbox'").await, 2, "recorded, never stored");
+}

@@ -10,6 +10,7 @@
 pub mod clamd;
 pub mod parse;
 pub mod reports;
+pub mod unsubscribe;
 
 use schema::store::events::{self, NewEvent};
 use schema::store::received::{self, Dropped, HostRole, NewReceived};
@@ -167,6 +168,9 @@ enum Target {
     /// The feedback-loop address of a team's return-path host (`fbl@`): complaints that name
     /// the original by its Message-ID.
     FeedbackLoop { team_id: Uuid, address: String },
+    /// The `mailto:` of a broadcast's List-Unsubscribe (`unsubscribe@` on the return-path
+    /// host): the subject carries the signed unsubscribe token.
+    Unsubscribe { team_id: Uuid, address: String },
 }
 
 struct Session {
@@ -398,6 +402,9 @@ impl Session {
                     if local == "fbl" {
                         return Ok(Some(Target::FeedbackLoop { team_id, address }));
                     }
+                    if local == "unsubscribe" {
+                        return Ok(Some(Target::Unsubscribe { team_id, address }));
+                    }
                 }
             }
         }
@@ -460,6 +467,7 @@ impl Session {
                         applied.push((reports::Target { team_id: *team_id, email_id: *email_id, position: Some(*position) }, report));
                     }
                 }
+                Target::Unsubscribe { .. } => {}
                 Target::FeedbackLoop { team_id, address } => {
                     let reports = message.as_ref().filter(|_| virus.is_none()).map(reports::read).unwrap_or_default();
                     let complaint = reports.into_iter().find_map(|report| match &report {
@@ -473,7 +481,20 @@ impl Session {
                 }
             }
         }
+        let mut unsubscribes = Vec::new();
+        for target in &self.recipients {
+            if let Target::Unsubscribe { team_id, address } = target {
+                let link = envelope.subject.split_whitespace().find_map(|word| schema::links::verify(&self.shared.link_key, word));
+                match link.filter(|_| virus.is_none()) {
+                    Some(link) => unsubscribes.push((*team_id, link)),
+                    None => unreadable.push((*team_id, address.clone())),
+                }
+            }
+        }
         let mut tx = self.shared.pool.begin().await?;
+        for (team_id, link) in unsubscribes {
+            unsubscribe::apply(&mut tx, team_id, link).await?;
+        }
         let mut new_events = Vec::new();
         let mut next_id = Some(first_id);
         let mut records: Vec<(Uuid, Vec<String>, Option<Dropped>)> = mailboxes.into_iter().map(|(team, to)| (team, to, dropped)).collect();
