@@ -8,13 +8,12 @@
 //! per read, so pipelined commands are answered together.
 
 pub mod clamd;
+mod commit;
 pub mod parse;
 pub mod reports;
 pub mod unsubscribe;
 
-use schema::store::events::{self, NewEvent};
-use schema::store::received::{self, Dropped, HostRole, NewReceived};
-use serde_json::json;
+use schema::store::received::{self, Dropped, HostRole};
 use smtp_proto::request::receiver::{DataReceiver, DummyDataReceiver, DummyLineReceiver, RequestReceiver};
 use smtp_proto::{EXT_8BIT_MIME, EXT_ENHANCED_STATUS_CODES, EXT_PIPELINING, EXT_SIZE, EXT_START_TLS, EhloResponse, Error as ProtoError, Request};
 use sqlx::PgPool;
@@ -55,7 +54,14 @@ impl std::fmt::Debug for InboundSettings {
     }
 }
 
+/// How long a host's roles are taken from memory: a receiving domain turned off (or removed)
+/// stops taking mail in every process within this time.
+const HOST_ROLES_TTL: Duration = Duration::from_secs(5);
+
 struct Shared {
+    /// The roles of hosts mail was addressed to lately (most mail goes to a few domains).
+    hosts: Mutex<HashMap<String, (std::time::Instant, Vec<HostRole>)>>,
+    committer: commit::Committer,
     pool: PgPool,
     settings: InboundSettings,
     link_key: Vec<u8>,
@@ -81,6 +87,22 @@ impl Drop for Slot {
 }
 
 impl Shared {
+    /// Every role `host` plays, from memory when looked up within [`HOST_ROLES_TTL`].
+    async fn host_roles(&self, host: &str) -> anyhow::Result<Vec<HostRole>> {
+        if let Some((at, roles)) = self.hosts.lock().unwrap_or_else(|e| e.into_inner()).get(host)
+            && at.elapsed() < HOST_ROLES_TTL
+        {
+            return Ok(roles.clone());
+        }
+        let roles = received::host_roles(&mut *self.pool.acquire().await?, host).await?;
+        let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
+        if hosts.len() >= 10_000 {
+            hosts.clear();
+        }
+        hosts.insert(host.to_string(), (std::time::Instant::now(), roles.clone()));
+        Ok(roles)
+    }
+
     fn admit(self: &Arc<Self>, ip: IpAddr) -> Option<Slot> {
         let mut connections = self.connections.lock().unwrap_or_else(|e| e.into_inner());
         let total: usize = connections.values().sum();
@@ -111,7 +133,8 @@ pub fn tls_acceptor(cert_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<tokio_rus
 pub async fn serve(pool: PgPool, settings: InboundSettings, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let fresh: [u8; 32] = rand::random();
     let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
-    let shared = Arc::new(Shared { pool, settings, link_key, connections: Mutex::default() });
+    let committer = commit::Committer::start(pool.clone());
+    let shared = Arc::new(Shared { hosts: Mutex::default(), committer, pool, settings, link_key, connections: Mutex::default() });
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -144,7 +167,7 @@ async fn connection(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr
     };
     let greeting = format!("220 {} ESMTP Herald\r\n", shared.settings.hostname);
     stream.write_all(greeting.as_bytes()).await?;
-    let mut session = Session { shared: shared.clone(), peer, tls: false, helo: None, mail_from: None, recipients: Vec::new(), messages: 0, hosts: HashMap::new() };
+    let mut session = Session { shared: shared.clone(), peer, tls: false, helo: None, mail_from: None, recipients: Vec::new(), messages: 0 };
     if let Some(plain) = session.run(stream).await?
         && let Some(acceptor) = &shared.settings.tls
     {
@@ -181,9 +204,6 @@ struct Session {
     mail_from: Option<String>,
     recipients: Vec<Target>,
     messages: usize,
-    /// The roles of hosts this session has addressed (a sender delivering many messages to one
-    /// domain looks it up once per connection).
-    hosts: HashMap<String, Vec<HostRole>>,
 }
 
 enum State {
@@ -376,22 +396,13 @@ impl Session {
     }
 
     /// What a RCPT TO address is to Herald, or `None` when nobody here takes it.
-    async fn target(&mut self, address: &str) -> anyhow::Result<Option<Target>> {
+    async fn target(&self, address: &str) -> anyhow::Result<Option<Target>> {
         let address = address.to_ascii_lowercase();
         let Some((local, host)) = address.rsplit_once('@') else { return Ok(None) };
         if local.is_empty() || host.is_empty() {
             return Ok(None);
         }
-        let roles = match self.hosts.get(host) {
-            Some(roles) => roles.clone(),
-            None => {
-                let roles = received::host_roles(&mut *self.shared.pool.acquire().await?, host).await?;
-                if self.hosts.len() < 100 {
-                    self.hosts.insert(host.to_string(), roles.clone());
-                }
-                roles
-            }
-        };
+        let roles = self.shared.host_roles(host).await?;
         for role in roles {
             match role {
                 HostRole::Receiving { team_id, .. } => return Ok(Some(Target::Mailbox { team_id, address })),
@@ -419,7 +430,7 @@ impl Session {
             return "554 5.6.0 Message contains a bare LF; lines must end with CRLF\r\n".into();
         }
         let id = schema::ids::new_id();
-        match self.store(id, &raw).await {
+        match self.store(id, raw).await {
             Ok(()) => format!("250 2.0.0 Ok: queued as {}\r\n", id.simple()),
             Err(error) => {
                 tracing::warn!(%error, peer = %self.peer, "inbound: message not stored");
@@ -428,7 +439,16 @@ impl Session {
         }
     }
 
-    async fn store(&self, first_id: Uuid, raw: &[u8]) -> anyhow::Result<()> {
+    /// Reads the message and hands what it records to a committer; answers once it committed.
+    async fn store(&self, first_id: Uuid, raw: Vec<u8>) -> anyhow::Result<()> {
+        let pending = self.prepare(first_id, &raw).await?;
+        let pending = commit::Pending { raw, ..pending };
+        self.shared.committer.commit(pending).await
+    }
+
+    /// What a message records, decided before any transaction: its parts, the records of the
+    /// teams it is for, the reports and unsubscribes it carries.
+    async fn prepare(&self, first_id: Uuid, raw: &[u8]) -> anyhow::Result<commit::Pending> {
         let virus = match &self.shared.settings.clamd {
             Some(addr) => clamd::scan(addr, raw).await?,
             None => None,
@@ -448,6 +468,7 @@ impl Session {
         };
         let mail_from = self.mail_from.clone().unwrap_or_default();
         let now = chrono::Utc::now();
+        let dropped: Option<Dropped> = dropped;
         // The team's addresses this message was accepted for, per team, in RCPT order.
         let mut mailboxes: Vec<(Uuid, Vec<String>)> = Vec::new();
         let mut unreadable: Vec<(Uuid, String)> = Vec::new();
@@ -491,65 +512,11 @@ impl Session {
                 }
             }
         }
-        let mut tx = self.shared.pool.begin().await?;
-        for (team_id, link) in unsubscribes {
-            unsubscribe::apply(&mut tx, team_id, link).await?;
-        }
-        let mut new_events = Vec::new();
-        let mut next_id = Some(first_id);
         let mut records: Vec<(Uuid, Vec<String>, Option<Dropped>)> = mailboxes.into_iter().map(|(team, to)| (team, to, dropped)).collect();
         // Mail at a return-path address that is no report (an auto-reply sent to the bounce
         // address, say) is recorded as dropped: nobody reads those addresses.
         records.extend(unreadable.into_iter().map(|(team, address)| (team, vec![address], Some(dropped.unwrap_or(Dropped::NoMailbox)))));
-        for (team_id, received_for, dropped) in records {
-            let id = next_id.take().unwrap_or_else(schema::ids::new_id);
-            let new = NewReceived {
-                id,
-                team_id,
-                mail_from: &mail_from,
-                received_for: received_for.clone(),
-                envelope: &envelope,
-                content: content.as_ref(),
-                raw,
-                dropped,
-                now,
-            };
-            let dropped = received::insert(&mut tx, &new).await?;
-            let attachments: Vec<_> = content
-                .as_ref()
-                .filter(|_| dropped.is_none())
-                .map(|c| {
-                    c.attachments
-                        .iter()
-                        .map(|a| json!({ "id": a.id, "filename": a.filename, "content_type": a.content_type,
-                            "content_disposition": a.content_disposition, "size": a.size }))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let data = json!({
-                "email_id": id,
-                "created_at": now,
-                "from": envelope.from_header,
-                "to": envelope.to,
-                "cc": envelope.cc,
-                "bcc": envelope.bcc,
-                "reply_to": envelope.reply_to,
-                "received_for": received_for,
-                "subject": envelope.subject,
-                "message_id": envelope.message_id,
-                "dropped_reason": dropped.map(Dropped::as_str),
-                "attachments": attachments,
-            });
-            new_events.push(NewEvent { team_id, event_type: "email.received", data, email_id: None });
-        }
-        events::emit(&mut tx, &new_events).await?;
-        for (target, report) in &applied {
-            if !reports::apply(&mut tx, *target, report).await? {
-                tracing::info!(email_id = %target.email_id, "inbound: a report about no email of the team, or nothing new; ignored");
-            }
-        }
-        tx.commit().await?;
-        Ok(())
+        Ok(commit::Pending { first_id, mail_from, raw: Vec::new(), envelope, content, records, reports: applied, unsubscribes, now })
     }
 }
 

@@ -121,6 +121,11 @@ pub struct NewReceived<'a> {
 /// Shards of the team's counters (see the migration).
 const SHARDS: i16 = 16;
 
+/// The counter shard a received email's bytes and count go to.
+pub fn shard_of(id: Uuid) -> i16 {
+    (id.as_u128() % SHARDS as u128) as i16
+}
+
 /// Records a received message for its team: decides whether the team can take it (not
 /// blocked, under its plan's daily cap and storage quota), counts what it stores, and writes
 /// the record with its attachments and raw source (the raw source is kept for a stored message
@@ -155,7 +160,7 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
     let content = new.content.filter(|_| dropped.is_none());
     let stored = dropped.is_none();
     let keep_source = matches!(dropped, None | Some(Dropped::ParseFailed));
-    let shard = (new.id.as_u128() % SHARDS as u128) as i16;
+    let shard = shard_of(new.id);
     let e = new.envelope;
     // The record, its raw source and the team's counters in one statement (the source and the
     // recipients' foreign keys are checked at its end, when the record exists).
@@ -349,7 +354,7 @@ pub async fn delete(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::R
     if stored {
         sqlx::query("UPDATE received_storage SET bytes = bytes - $3 WHERE team_id = $1 AND shard = $2")
             .bind(team_id)
-            .bind((id.as_u128() % SHARDS as u128) as i16)
+            .bind(shard_of(id))
             .bind(i64::from(size))
             .execute(conn)
             .await?;

@@ -1,0 +1,179 @@
+//! Commits received messages in batches. Sessions hand each finished message (parsed and
+//! judged already) to a few committer tasks; a committer takes every message waiting at that
+//! moment and records them in one transaction, so concurrent deliveries share one commit and
+//! one WAL flush. Each session answers `250` only after the transaction holding its message
+//! committed. When a batch fails, each of its messages is retried in a transaction of its own,
+//! so one message that cannot be written never holds back the others.
+
+use super::{reports, unsubscribe};
+use chrono::{DateTime, Utc};
+use schema::links::Link;
+use schema::store::events::{self, NewEvent};
+use schema::store::received::{self, Content, Dropped, Envelope, NewReceived};
+use serde_json::json;
+use sqlx::{PgConnection, PgPool};
+use std::sync::Arc;
+use tokio::sync::{Mutex, mpsc, oneshot};
+use uuid::Uuid;
+
+/// Committer tasks (each a connection while it writes).
+const COMMITTERS: usize = 4;
+/// Most messages in one transaction.
+const BATCH: usize = 64;
+
+/// One message's writes.
+pub struct Pending {
+    /// The id of its first record (the one named in the `250` reply).
+    pub first_id: Uuid,
+    pub mail_from: String,
+    pub raw: Vec<u8>,
+    pub envelope: Envelope,
+    pub content: Option<Content>,
+    /// A record per team: its team, the addresses it was accepted for, why it is dropped.
+    pub records: Vec<(Uuid, Vec<String>, Option<Dropped>)>,
+    pub reports: Vec<(reports::Target, reports::Report)>,
+    pub unsubscribes: Vec<(Uuid, Link)>,
+    pub now: DateTime<Utc>,
+}
+
+type Job = (Pending, oneshot::Sender<bool>);
+
+/// The way into the committer tasks.
+pub struct Committer {
+    queue: mpsc::Sender<Job>,
+}
+
+impl Committer {
+    /// Starts the committer tasks on `pool`.
+    pub fn start(pool: PgPool) -> Committer {
+        let (queue, receiver) = mpsc::channel::<Job>(1024);
+        let receiver = Arc::new(Mutex::new(receiver));
+        for _ in 0..COMMITTERS {
+            tokio::spawn(run(pool.clone(), receiver.clone()));
+        }
+        Committer { queue }
+    }
+
+    /// Records the message; answers once the transaction holding it has committed.
+    pub async fn commit(&self, pending: Pending) -> anyhow::Result<()> {
+        let (done, committed) = oneshot::channel();
+        self.queue.send((pending, done)).await.map_err(|_| anyhow::anyhow!("the committers stopped"))?;
+        match committed.await {
+            Ok(true) => Ok(()),
+            _ => anyhow::bail!("the message was not committed"),
+        }
+    }
+}
+
+async fn run(pool: PgPool, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
+    loop {
+        let mut batch: Vec<Job> = Vec::new();
+        {
+            let mut receiver = receiver.lock().await;
+            match receiver.recv().await {
+                Some(job) => batch.push(job),
+                None => return,
+            }
+            while batch.len() < BATCH {
+                match receiver.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
+            }
+        }
+        // In the order of the counter rows they update, so that two committers never take
+        // those row locks in opposite orders (a deadlock would cost a retry).
+        let mut pending: Vec<&Pending> = batch.iter().map(|(p, _)| p).collect();
+        pending.sort_by_key(|p| (p.records.first().map(|(team, _, _)| *team), received::shard_of(p.first_id)));
+        match write(&pool, &pending).await {
+            Ok(()) => {
+                for (_, done) in batch {
+                    let _ = done.send(true);
+                }
+            }
+            Err(error) if batch.len() == 1 => {
+                tracing::warn!(%error, "inbound: a message was not committed");
+                let _ = batch.pop().map(|(_, done)| done.send(false));
+            }
+            Err(error) => {
+                tracing::warn!(%error, size = batch.len(), "inbound: a batch was not committed; retrying its messages one by one");
+                for (pending, done) in batch {
+                    let written = write(&pool, &[&pending]).await;
+                    if let Err(error) = &written {
+                        tracing::warn!(%error, "inbound: a message was not committed");
+                    }
+                    let _ = done.send(written.is_ok());
+                }
+            }
+        }
+    }
+}
+
+/// Writes the messages in one transaction and commits it.
+async fn write(pool: &PgPool, messages: &[&Pending]) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    let mut new_events = Vec::new();
+    for pending in messages {
+        record(&mut tx, pending, &mut new_events).await?;
+    }
+    events::emit(&mut tx, &new_events).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// One message's records, unsubscribes and reports, and its `email.received` events.
+async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec<NewEvent>) -> anyhow::Result<()> {
+    for (team_id, link) in &pending.unsubscribes {
+        unsubscribe::apply(conn, *team_id, *link).await?;
+    }
+    let envelope = &pending.envelope;
+    let mut next_id = Some(pending.first_id);
+    for (team_id, received_for, dropped) in &pending.records {
+        let id = next_id.take().unwrap_or_else(schema::ids::new_id);
+        let new = NewReceived {
+            id,
+            team_id: *team_id,
+            mail_from: &pending.mail_from,
+            received_for: received_for.clone(),
+            envelope,
+            content: pending.content.as_ref(),
+            raw: &pending.raw,
+            dropped: *dropped,
+            now: pending.now,
+        };
+        let dropped = received::insert(conn, &new).await?;
+        let attachments: Vec<_> = pending
+            .content
+            .as_ref()
+            .filter(|_| dropped.is_none())
+            .map(|c| {
+                c.attachments
+                    .iter()
+                    .map(|a| json!({ "id": a.id, "filename": a.filename, "content_type": a.content_type,
+                        "content_disposition": a.content_disposition, "size": a.size }))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let data = json!({
+            "email_id": id,
+            "created_at": pending.now,
+            "from": envelope.from_header,
+            "to": envelope.to,
+            "cc": envelope.cc,
+            "bcc": envelope.bcc,
+            "reply_to": envelope.reply_to,
+            "received_for": received_for,
+            "subject": envelope.subject,
+            "message_id": envelope.message_id,
+            "dropped_reason": dropped.map(Dropped::as_str),
+            "attachments": attachments,
+        });
+        new_events.push(NewEvent { team_id: *team_id, event_type: "email.received", data, email_id: None });
+    }
+    for (target, report) in &pending.reports {
+        if !reports::apply(conn, *target, report).await? {
+            tracing::info!(email_id = %target.email_id, "inbound: a report about no email of the team, or nothing new; ignored");
+        }
+    }
+    Ok(())
+}
