@@ -94,6 +94,9 @@ pub struct Config {
     pub smtp_tls: Option<(String, String)>,
     /// `HERALD_SMTP_MAX_MESSAGE_BYTES`: the largest message accepted (default 40 MB).
     pub smtp_max_message_bytes: usize,
+    /// `HERALD_SMTP_MAX_ATTACHMENT_BYTES`: a received part larger than this (decoded) is listed
+    /// with its size and not stored (default 25 MB).
+    pub smtp_max_attachment_bytes: usize,
     /// `HERALD_SMTP_MAX_RECIPIENTS`: recipients per message (default 100).
     pub smtp_max_recipients: usize,
     /// `HERALD_SMTP_MAX_CONNECTIONS`, `HERALD_SMTP_MAX_CONNECTIONS_PER_IP`: sessions at once, in
@@ -170,6 +173,7 @@ impl Config {
             smtp_addr,
             smtp_tls,
             smtp_max_message_bytes: number("HERALD_SMTP_MAX_MESSAGE_BYTES", "41943040")?.max(1024.0) as usize,
+            smtp_max_attachment_bytes: number("HERALD_SMTP_MAX_ATTACHMENT_BYTES", "26214400")?.max(1.0) as usize,
             smtp_max_recipients: number("HERALD_SMTP_MAX_RECIPIENTS", "100")?.max(1.0) as usize,
             smtp_max_connections: number("HERALD_SMTP_MAX_CONNECTIONS", "1000")?.max(1.0) as usize,
             smtp_max_connections_per_ip: number("HERALD_SMTP_MAX_CONNECTIONS_PER_IP", "50")?.max(1.0) as usize,
@@ -252,6 +256,7 @@ impl Config {
         Ok(jobs::inbound::InboundSettings {
             hostname: self.smtp_helo.clone(),
             max_message_bytes: self.smtp_max_message_bytes,
+            max_attachment_bytes: self.smtp_max_attachment_bytes,
             max_recipients: self.smtp_max_recipients,
             max_connections: self.smtp_max_connections,
             max_connections_per_ip: self.smtp_max_connections_per_ip,

@@ -592,3 +592,104 @@ async fn unsubscribe_mail_without_a_valid_token_changes_nothing() {
     assert_eq!(app.count("consent_records WHERE source = 'mailto'").await, 0);
     assert_eq!(app.count("received_emails WHERE dropped_reason = 'no_mailbox'").await, 2, "recorded, never stored");
 }
+
+#[tokio::test]
+async fn lists_search_literally_and_refused_parts_and_expired_links_are_handled() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = inbound(app, |s| s.max_attachment_bytes = 1_000).await;
+    let big = "QUJD".repeat(500); // 1,500 bytes decoded
+    let raw = format!(
+        "From: Zed Writer <zed@sender.test>\r\nTo: sales@acme.test\r\nSubject: 100% off_today\r\nMIME-Version: 1.0\r\n\
+Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHi.\r\n\
+--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=big.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n{big}\r\n\
+--b\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=small.txt\r\n\r\nsmall\r\n--b--\r\n"
+    );
+    lettre_send(port, "zed@sender.test", "sales@acme.test", raw.as_bytes()).await.expect("accepted");
+    lettre_send(port, "amy@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
+
+    // Search: subject, sender name or address, any recipient; `%` and `_` literal.
+    let found = |query: &str| {
+        let query = query.to_string();
+        async move {
+            let list = app.get(&format!("/emails/receiving?search={query}")).await;
+            assert_eq!(list.status, 200, "{}", list.body);
+            list.body["data"].as_array().unwrap().iter().map(|r| r["subject"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(found("100%25").await, ["100% off_today"]);
+    assert_eq!(found("f_t").await, ["100% off_today"], "`_` matches itself only");
+    assert_eq!(found("%25o").await, Vec::<String>::new(), "`%` matches itself only");
+    assert_eq!(found("Zed%20Writer").await, ["100% off_today"]);
+    assert_eq!(found("SUPPORT@acme").await, ["Help with order 42"]);
+    assert_eq!(found("cc@other.test").await, ["Help with order 42"]);
+    app.get("/emails/receiving?search=").await.assert_error(422, "invalid_parameter");
+    let today = chrono::Utc::now().date_naive();
+    let dated = app.get(&format!("/emails/receiving?start_date={today}&end_date={today}")).await.body;
+    assert_eq!(dated["data"].as_array().unwrap().len(), 2, "dates are inclusive");
+
+    // A part over the limit is listed with its size and no link.
+    let id = app.get("/emails/receiving?search=off_today").await.body["data"][0]["id"].as_str().unwrap().to_string();
+    let parts = app.get(&format!("/emails/receiving/{id}/attachments")).await.body;
+    let big = &parts["data"][0];
+    assert_eq!((big["filename"].as_str(), big["size"].as_i64()), (Some("big.pdf"), Some(1_500)));
+    assert!(big.get("download_url").is_none() && big.get("expires_at").is_none(), "{big}");
+    assert!(parts["data"][1]["download_url"].is_string());
+
+    // An expired link answers 404 like a tampered one.
+    let key = schema::store::keys::get(&mut app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
+    let small_id: uuid::Uuid = parts["data"][1]["id"].as_str().unwrap().parse().unwrap();
+    let expired = schema::tracking::download_token(&key, small_id, chrono::Utc::now().timestamp() - 1);
+    assert_eq!(reqwest::get(app.url(&format!("/received-attachments/{expired}"))).await.unwrap().status(), 404);
+    // A received id on the share route of sent mail is 404.
+    app.post(&format!("/emails/{id}/share"), json!({})).await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
+async fn pipelined_commands_are_answered_in_order() {
+    let mail = mail::setup().await;
+    receive_at_acme(&mail).await;
+    let port = inbound(&mail.app, |_| {}).await;
+    let (mut client, _) = Client::connect(port).await;
+    assert!(client.send(b"EHLO client.test\r\n").await.starts_with("250"));
+    client.reader.get_mut().write_all(b"MAIL FROM:<a@sender.test>\r\nRCPT TO:<nobody@elsewhere.test>\r\nRCPT TO:<support@acme.test>\r\nDATA\r\n").await.unwrap();
+    let replies = [client.reply().await, client.reply().await, client.reply().await, client.reply().await];
+    let codes: Vec<&str> = replies.iter().map(|r| &r[..3]).collect();
+    assert_eq!(codes, ["250", "550", "250", "354"]);
+    assert!(client.send(b"Subject: piped\r\n\r\nHello.\r\n.\r\nQUIT\r\n").await.starts_with("250"));
+    assert!(client.reply().await.starts_with("221"));
+}
+
+#[tokio::test]
+async fn a_delayed_dsn_is_email_delivery_delayed_and_a_report_for_another_teams_email_changes_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let port = inbound(app, |_| {}).await;
+    let id = mail.send(Mail::message(&format!("slow@{RECIPIENT_DOMAIN}"))).await;
+    let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
+    mail.wait_for_event(&id, "delivered").await;
+    let rp = delivered[0].mail_from.clone();
+    lettre_send(port, "", &rp, dsn(&rp, &format!("slow@{RECIPIENT_DOMAIN}"), "delayed", "4.2.2").as_bytes()).await.expect("accepted");
+    mail.wait_for_event(&id, "delivery_delayed").await;
+    let delay = mail.event(&id, "email.delivery_delayed").await["delay"].clone();
+    assert_eq!((delay["type"].as_str(), delay["delayedRecipients"][0]["status"].as_str()), (Some("TransientFailure"), Some("4.2.2")));
+
+    // Another team with its own verified domain: a report signed for its email, mailed to this
+    // team's return-path host, is taken (250) and ignored.
+    let (_, other_key) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    sqlx::query("UPDATE teams SET plan_code = 'pro', sandbox_regions = '{}' WHERE name = 'Other'").execute(&app.pool).await.unwrap();
+    mail::verified_domain_as(app, &other_key, "other-sender.test", json!({})).await;
+    let body = json!({ "from": "news@other-sender.test", "to": format!("theirs@{RECIPIENT_DOMAIN}"), "subject": "Theirs", "text": "Hi." });
+    let theirs = app.request_as(&other_key, reqwest::Method::POST, "/emails").json(&body).send().await.unwrap().json::<serde_json::Value>().await.unwrap();
+    let their_id = theirs["id"].as_str().unwrap().to_string();
+    let their_last_event = || async {
+        sqlx::query_scalar::<_, String>("SELECT last_event FROM emails WHERE id = $1::uuid").bind(&their_id).fetch_one(&app.pool).await.unwrap()
+    };
+    eventually(|| async { (their_last_event().await == "delivered").then_some(()) }).await;
+    let key = schema::store::keys::get(&mut app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
+    let crossed = schema::tracking::return_path(&key, their_id.parse().unwrap(), 0, &format!("send.{SENDING_DOMAIN}"));
+    lettre_send(port, "", &crossed, dsn(&crossed, &format!("theirs@{RECIPIENT_DOMAIN}"), "failed", "5.1.1").as_bytes()).await.expect("accepted");
+    assert_eq!(their_last_event().await, "delivered");
+    assert_eq!(app.count("suppressions").await, 0);
+}

@@ -32,6 +32,8 @@ pub struct InboundSettings {
     pub hostname: String,
     /// The largest message accepted (`552` above it); advertised as SIZE.
     pub max_message_bytes: usize,
+    /// A part larger than this (decoded) is listed with its size and refused (not stored).
+    pub max_attachment_bytes: usize,
     /// Recipients per message (`452` past it).
     pub max_recipients: usize,
     /// Connections at once, in all and from one IP address (`421` past either).
@@ -456,7 +458,7 @@ impl Session {
         let message = parse::parse(raw);
         let envelope = message.as_ref().map(parse::envelope).unwrap_or_default();
         let content = match (&message, &virus) {
-            (Some(message), None) => Some(parse::content(message)),
+            (Some(message), None) => Some(parse::content(message, self.shared.settings.max_attachment_bytes)),
             _ => None,
         };
         let dropped = if virus.is_some() {

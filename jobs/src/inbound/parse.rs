@@ -45,11 +45,9 @@ fn addresses(list: Option<&Address<'_>>) -> Vec<String> {
     list.map(|a| a.iter().filter_map(|a| a.address().map(str::to_string)).collect()).unwrap_or_default()
 }
 
-/// Parts larger than this are listed with their size and refused (not stored).
-pub const MAX_ATTACHMENT_BYTES: usize = 40 * 1024 * 1024;
-
-/// The bodies as decoded, the headers and the attachments.
-pub fn content(message: &Message<'_>) -> Content {
+/// The bodies as decoded, the headers and the attachments; a part larger than
+/// `max_attachment_bytes` (decoded) is listed with its size and refused (not stored).
+pub fn content(message: &Message<'_>, max_attachment_bytes: usize) -> Content {
     let text = message.text_bodies().find_map(|p| match &p.body {
         PartType::Text(t) => Some(t.to_string()),
         _ => None,
@@ -87,7 +85,7 @@ pub fn content(message: &Message<'_>) -> Content {
                 content_disposition: disposition,
                 content_id: part.content_id().map(|c| c.chars().filter(|c| !c.is_control()).take(255).collect()),
                 size: bytes.len().min(i32::MAX as usize) as i32,
-                content: (bytes.len() <= MAX_ATTACHMENT_BYTES).then(|| bytes.to_vec()),
+                content: (bytes.len() <= max_attachment_bytes).then(|| bytes.to_vec()),
             }
         })
         .collect();
@@ -135,7 +133,7 @@ Message-ID: <m1@example.test>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mi
         assert_eq!((envelope.from_header.as_str(), envelope.subject.as_str()), ("Ann <ann@example.test>", "Café"));
         assert_eq!(envelope.to, ["inbox@acme.test", "bob@acme.test"]);
         assert_eq!(envelope.message_id.as_deref(), Some("m1@example.test"));
-        let content = content(&message);
+        let content = content(&message, 1024);
         assert_eq!(content.html.as_deref().map(str::trim), Some("<p onclick=\"x()\">Hi</p>"), "never sanitised");
         assert_eq!(content.text, None, "no text body is made from the HTML");
         assert_eq!(content.attachments.len(), 1);
