@@ -98,21 +98,20 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
                 tokio::spawn(page.commit())
             })
             .collect();
-        let mut outcome = Ok(PageOutcome::Done);
+        // Every page is awaited (none is left running); the first that did not commit decides.
+        let mut outcomes = Vec::new();
         for page in pages {
-            match page.await? {
-                Ok(PageOutcome::Done) => {}
-                other => outcome = outcome.and(other),
-            }
+            outcomes.push(page.await?);
         }
-        match outcome? {
-            PageOutcome::Done => {}
-            PageOutcome::Stopped => return Ok(()),
-            PageOutcome::OverQuota(which) => {
+        let outcomes = outcomes.into_iter().collect::<anyhow::Result<Vec<_>>>()?;
+        match outcomes.into_iter().find(|o| !matches!(o, PageOutcome::Done)) {
+            None => {}
+            Some(PageOutcome::OverQuota(which)) => {
                 let mut conn = pool.acquire().await?;
                 broadcasts::fail(&mut conn, broadcast.id, &format!("the team's {which} sending quota is used up")).await?;
                 return Ok(());
             }
+            Some(_) => return Ok(()),
         }
         broadcasts::move_cursor(&mut *pool.acquire().await?, broadcast.id, broadcast.cursor, last).await?;
     }

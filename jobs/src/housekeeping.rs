@@ -63,7 +63,13 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
-    report.dropped_received_emails = received::delete_expired_dropped(&mut conn).await?;
+    loop {
+        let deleted = received::delete_expired_dropped(&mut conn, BATCH).await?;
+        report.dropped_received_emails += deleted;
+        if deleted < BATCH as u64 {
+            break;
+        }
+    }
     report.billable_samples = contacts::record_billable_peaks(&mut conn).await?;
     Ok(report)
 }

@@ -439,6 +439,16 @@ fn path_argument(argument: &str, keyword: &str) -> Option<String> {
 }
 
 /// A TLS acceptor with a fresh self-signed certificate for `localhost` and `127.0.0.1` (ring provider).
+/// Submits `raw` to the SMTP server on 127.0.0.1:`port` with lettre, a real client: MAIL FROM
+/// `from` (empty for the null sender `<>`), RCPT TO `to`.
+pub async fn submit(port: u16, from: &str, to: &str, raw: &[u8]) -> Result<lettre::transport::smtp::response::Response, lettre::transport::smtp::Error> {
+    use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
+    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
+    let sender = (!from.is_empty()).then(|| from.parse().expect("a sender address"));
+    let envelope = Envelope::new(sender, vec![to.parse().expect("a recipient address")]).expect("an envelope");
+    transport.send_raw(&envelope, raw).await
+}
+
 fn self_signed_acceptor() -> TlsAcceptor {
     use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
 

@@ -225,12 +225,8 @@ async fn a_send_fans_out_one_personalised_email_per_recipient_with_unsubscribe_h
     let subject = query.trim_start_matches("subject=").replace("%20", " ");
     let port = app.start_inbound(|_| {}).await;
     let raw = format!("From: reader8@{RECIPIENT_DOMAIN}\r\nTo: {address}\r\nSubject: {subject}\r\n\r\nThis message will unsubscribe you.\r\n");
-    {
-        use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
-        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
-        let envelope = Envelope::new(Some(format!("reader8@{RECIPIENT_DOMAIN}").parse().unwrap()), vec![address.parse().unwrap()]).unwrap();
-        transport.send_raw(&envelope, raw.as_bytes()).await.expect("the inbound server takes the unsubscribe mail");
-    }
+    let from = format!("reader8@{RECIPIENT_DOMAIN}");
+    tests::smtp::submit(port, &from, address, raw.as_bytes()).await.expect("the inbound server takes the unsubscribe mail");
     let contact = app.get(&format!("/contacts/reader8@{RECIPIENT_DOMAIN}/topics")).await.body;
     assert_eq!(contact["data"][0]["subscription"], "opt_out", "{contact}");
     assert_eq!(app.count("received_emails").await, 0, "an unsubscribe is no received email");

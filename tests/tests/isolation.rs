@@ -206,12 +206,8 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let raw = format!("From: someone@sender.example\r\nTo: inbox@{domain}\r\nSubject: Hello\r\nMIME-Version: 1.0\r\n\
 Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHi.\r\n--b\r\nContent-Type: application/pdf\r\n\
 Content-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n");
-    {
-        use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
-        let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
-        let envelope = Envelope::new(Some("someone@sender.example".parse().unwrap()), vec![format!("inbox@{domain}").parse().unwrap()]).unwrap();
-        transport.send_raw(&envelope, raw.as_bytes()).await.expect("the inbound server takes it");
-    }
+    let to = format!("inbox@{domain}");
+    tests::smtp::submit(port, "someone@sender.example", &to, raw.as_bytes()).await.expect("the inbound server takes it");
 
     waited("the import finishes", || async {
         let import = get(app, team, &import_path).await;

@@ -4,14 +4,10 @@
 use serde_json::json;
 use std::time::Duration;
 use tests::mail::{self, Mail, RECIPIENT_DOMAIN, SENDING_DOMAIN};
+use tests::smtp::submit;
 use tests::{TestApp, eventually};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
-
-/// Starts the inbound server for `app` on a free port (answers the port).
-async fn inbound(app: &TestApp, adjust: impl FnOnce(&mut jobs::inbound::InboundSettings)) -> u16 {
-    app.start_inbound(adjust).await
-}
 
 /// Turns receiving on for the team's verified `acme.test`.
 async fn receive_at_acme(mail: &Mail) {
@@ -72,15 +68,6 @@ impl Client {
     }
 }
 
-/// Sends one message through lettre, a real SMTP client.
-async fn lettre_send(port: u16, from: &str, to: &str, raw: &[u8]) -> Result<lettre::transport::smtp::response::Response, lettre::transport::smtp::Error> {
-    use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor, address::Envelope};
-    let transport = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous("127.0.0.1").port(port).build();
-    let sender = (!from.is_empty()).then(|| from.parse().unwrap());
-    let envelope = Envelope::new(sender, vec![to.parse().unwrap()]).unwrap();
-    transport.send_raw(&envelope, raw).await
-}
-
 const MESSAGE: &str = "From: Ann Sender <ann@sender.test>\r\nTo: Support <support@acme.test>\r\nCc: cc@other.test\r\nSubject: Help with order 42\r\n\
 Message-ID: <m42@sender.test>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=\"b1\"\r\n\r\n\
 --b1\r\nContent-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n\
@@ -94,8 +81,8 @@ async fn a_message_to_a_receiving_domain_is_stored_with_its_attachments_and_raw_
     let mail = mail::setup().await;
     let app = &mail.app;
     receive_at_acme(&mail).await;
-    let port = inbound(app, |_| {}).await;
-    let accepted = lettre_send(port, "ann@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
+    let port = app.start_inbound(|_| {}).await;
+    let accepted = submit(port, "ann@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
     assert!(accepted.is_positive());
 
     let list = app.get("/emails/receiving").await;
@@ -170,7 +157,7 @@ async fn refused_mail_is_answered_in_the_conversation_and_stores_nothing() {
     let mail = mail::setup().await;
     let app = &mail.app;
     receive_at_acme(&mail).await;
-    let port = inbound(app, |s| s.max_message_bytes = 10_000).await;
+    let port = app.start_inbound(|s| s.max_message_bytes = 10_000).await;
     let (mut client, greeting) = Client::connect(port).await;
     assert!(greeting.starts_with("220"), "{greeting}");
     let ehlo = client.send(b"EHLO client.test\r\n").await;
@@ -216,7 +203,7 @@ async fn refused_mail_is_answered_in_the_conversation_and_stores_nothing() {
 async fn a_dsn_to_the_return_path_bounces_the_recipient_and_suppresses_it() {
     let mail = mail::setup().await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let id = mail.send(Mail::message(&format!("gone@{RECIPIENT_DOMAIN}"))).await;
     let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
     mail.wait_for_event(&id, "delivered").await;
@@ -231,7 +218,7 @@ Auto-Submitted: auto-replied\r\nMIME-Version: 1.0\r\nContent-Type: multipart/rep
 Action: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 <gone@{RECIPIENT_DOMAIN}>: Recipient address rejected\r\n\r\n\
 --r1\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\nSubject: Your receipt\r\n\r\n--r1--\r\n"
     );
-    lettre_send(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
+    submit(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
     let email = mail.wait_for_event(&id, "bounced").await;
     assert_eq!(email["last_event"], "bounced");
     let bounce = mail.event(&id, "email.bounced").await;
@@ -244,10 +231,10 @@ Action: failed\r\nStatus: 5.1.1\r\nDiagnostic-Code: smtp; 550 5.1.1 <gone@{RECIP
 
     // The same report again changes nothing; one for a recipient position the tag does not
     // sign is refused at RCPT.
-    lettre_send(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
+    submit(port, "postmaster@mx.inbox.test", &return_path, dsn.as_bytes()).await.expect("accepted");
     assert_eq!(app.count("events WHERE type = 'email.bounced'").await, 1);
     let forged = return_path.replacen("-0-", "-1-", 1);
-    assert!(lettre_send(port, "postmaster@mx.inbox.test", &forged, dsn.as_bytes()).await.is_err());
+    assert!(submit(port, "postmaster@mx.inbox.test", &forged, dsn.as_bytes()).await.is_err());
 }
 
 #[tokio::test]
@@ -255,7 +242,7 @@ async fn a_forged_dsn_to_a_plain_receiving_address_is_mail_not_a_bounce() {
     let mail = mail::setup().await;
     let app = &mail.app;
     receive_at_acme(&mail).await;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let id = mail.send(Mail::message(&format!("kept@{RECIPIENT_DOMAIN}"))).await;
     mail.wait_for_event(&id, "delivered").await;
     let dsn = format!(
@@ -264,7 +251,7 @@ Content-Type: multipart/report; report-type=delivery-status; boundary=\"r\"\r\n\
 Reporting-MTA: dns; evil.test\r\n\r\nFinal-Recipient: rfc822; kept@{RECIPIENT_DOMAIN}\r\nAction: failed\r\nStatus: 5.1.1\r\n\r\n\
 --r\r\nContent-Type: text/rfc822-headers\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\n\r\n--r--\r\n"
     );
-    lettre_send(port, "", "support@acme.test", dsn.as_bytes()).await.expect("accepted");
+    submit(port, "", "support@acme.test", dsn.as_bytes()).await.expect("accepted");
     assert_eq!(app.count("received_emails").await, 1);
     assert_eq!(app.count("suppressions").await, 0);
     assert_eq!(mail.wait_for_event(&id, "delivered").await["last_event"], "delivered");
@@ -274,7 +261,7 @@ Reporting-MTA: dns; evil.test\r\n\r\nFinal-Recipient: rfc822; kept@{RECIPIENT_DO
 async fn an_arf_complaint_to_the_return_path_records_email_complained_and_a_suppression() {
     let mail = mail::setup().await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let id = mail.send(Mail::message(&format!("annoyed@{RECIPIENT_DOMAIN}"))).await;
     let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
     mail.wait_for_event(&id, "delivered").await;
@@ -285,7 +272,7 @@ Content-Type: multipart/report; report-type=feedback-report; boundary=\"f\"\r\n\
 --f\r\nContent-Type: message/rfc822\r\n\r\nMessage-ID: <{id}@{SENDING_DOMAIN}>\r\nFrom: billing@{SENDING_DOMAIN}\r\nSubject: Your receipt\r\n\r\nThanks.\r\n--f--\r\n",
         rp = delivered[0].mail_from
     );
-    lettre_send(port, "", &delivered[0].mail_from, arf.as_bytes()).await.expect("accepted");
+    submit(port, "", &delivered[0].mail_from, arf.as_bytes()).await.expect("accepted");
     mail.wait_for_event(&id, "complained").await;
     mail.event(&id, "email.complained").await;
     let suppression = app.get(&format!("/suppressions/annoyed@{RECIPIENT_DOMAIN}")).await.body;
@@ -307,7 +294,7 @@ Action: {action}\r\nStatus: {status}\r\n\r\n--r--\r\n"
 async fn a_later_delivery_report_settles_an_ambiguous_submission_as_delivered() {
     let mail = mail::setup_with(tests::smtp::SmtpSink::start().await, |config| config.ambiguous_window_seconds = 600).await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let recipient = format!("maybe@{RECIPIENT_DOMAIN}");
     mail.sink.set_behavior(&recipient, tests::smtp::Behavior::DropAfterData);
     let id = mail.send(Mail::message(&recipient)).await;
@@ -318,7 +305,7 @@ async fn a_later_delivery_report_settles_an_ambiguous_submission_as_delivered() 
 
     let key = schema::store::keys::get(&mut app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
     let return_path = schema::tracking::return_path(&key, id.parse().unwrap(), 0, &format!("send.{SENDING_DOMAIN}"));
-    lettre_send(port, "", &return_path, dsn(&return_path, &recipient, "delivered", "2.0.0").as_bytes()).await.expect("accepted");
+    submit(port, "", &return_path, dsn(&return_path, &recipient, "delivered", "2.0.0").as_bytes()).await.expect("accepted");
     assert_eq!(status().await, "delivered");
     assert_eq!(mail.timeline(&id).await, ["email.sent", "email.delivered"]);
     // The ambiguity check that comes later finds nothing left to fail.
@@ -355,10 +342,10 @@ async fn a_team_past_its_allowances_or_blocked_gets_a_dropped_record_with_the_re
     let mail = mail::setup().await;
     let app = &mail.app;
     receive_at_acme(&mail).await;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let send = |subject: &'static str| async move {
         let raw = format!("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: {subject}\r\n\r\nHello.\r\n");
-        lettre_send(port, "a@sender.test", "support@acme.test", raw.as_bytes()).await.expect("accepted");
+        submit(port, "a@sender.test", "support@acme.test", raw.as_bytes()).await.expect("accepted");
     };
     let newest = || async { app.get("/emails/receiving?limit=1").await.body["data"][0].clone() };
     sqlx::query("UPDATE plans SET inbound_daily_cap = 1, inbound_storage_bytes = NULL WHERE code = 'pro'").execute(&app.pool).await.unwrap();
@@ -427,11 +414,11 @@ async fn a_message_clamd_flags_is_recorded_as_virus_without_its_content() {
     let app = &mail.app;
     receive_at_acme(&mail).await;
     let scanner = clamd().await;
-    let port = inbound(app, |s| s.clamd = Some(scanner)).await;
+    let port = app.start_inbound(|s| s.clamd = Some(scanner)).await;
     let clean = "From: a@sender.test\r\nTo: support@acme.test\r\nSubject: clean\r\n\r\nHello.\r\n";
-    lettre_send(port, "a@sender.test", "support@acme.test", clean.as_bytes()).await.expect("accepted");
+    submit(port, "a@sender.test", "support@acme.test", clean.as_bytes()).await.expect("accepted");
     let infected = "From: a@sender.test\r\nTo: support@acme.test\r\nSubject: infected\r\n\r\nX5O!P%@AP[4\\PZX54(P^)7CC)7}$EICAR-STANDARD-ANTIVIRUS-TEST-FILE!$H+H*\r\n";
-    lettre_send(port, "a@sender.test", "support@acme.test", infected.as_bytes()).await.expect("accepted");
+    submit(port, "a@sender.test", "support@acme.test", infected.as_bytes()).await.expect("accepted");
     let rows = app.get("/emails/receiving").await.body["data"].clone();
     let reasons: Vec<(&str, Option<&str>)> = rows.as_array().unwrap().iter().map(|r| (r["subject"].as_str().unwrap(), r["dropped_reason"].as_str())).collect();
     assert_eq!(reasons, [("infected", Some("virus")), ("clean", None)]);
@@ -439,7 +426,7 @@ async fn a_message_clamd_flags_is_recorded_as_virus_without_its_content() {
 }
 
 /// A `herald inbound` process on `port` for this test's database.
-fn start_inbound(app: &TestApp, port: u16) -> std::process::Child {
+fn start_inbound_process(app: &TestApp, port: u16) -> std::process::Child {
     std::process::Command::new(tests::herald_binary())
         .arg("inbound")
         .env("DATABASE_URL", &app.database_url)
@@ -469,7 +456,7 @@ async fn a_server_killed_during_data_keeps_every_message_it_answered_250() {
     let app = &mail.app;
     receive_at_acme(&mail).await;
     let port = tests::bench::free_port().unwrap();
-    let mut server = start_inbound(app, port);
+    let mut server = start_inbound_process(app, port);
     let mut client = connect_when_up(port).await;
     client.envelope("a@sender.test", &["support@acme.test"]).await;
     let answered = client.data("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: kept\r\n\r\nThis one was answered.").await;
@@ -485,7 +472,7 @@ async fn a_server_killed_during_data_keeps_every_message_it_answered_250() {
     assert_eq!(subjects, ["kept"], "what was answered 250 is kept; what was not is not");
 
     // A server started again takes mail as before.
-    let mut server = start_inbound(app, port);
+    let mut server = start_inbound_process(app, port);
     let mut client = connect_when_up(port).await;
     client.envelope("a@sender.test", &["support@acme.test"]).await;
     assert!(client.data("From: a@sender.test\r\nSubject: again\r\n\r\nSent again.").await.starts_with("250"));
@@ -509,7 +496,7 @@ fn postfix_bounce(fixture: &str, return_path: &str, id: &str) -> String {
 async fn bounces_postfix_generated_are_read_permanent_and_transient() {
     let mail = mail::setup().await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let hard = mail.send(Mail::message(&format!("gone@{RECIPIENT_DOMAIN}"))).await;
     let soft = mail.send(Mail::message(&format!("later@{RECIPIENT_DOMAIN}"))).await;
     let delivered = mail.sink.wait_for(2, Duration::from_secs(20)).await;
@@ -518,7 +505,7 @@ async fn bounces_postfix_generated_are_read_permanent_and_transient() {
     mail.wait_for_event(&soft, "delivered").await;
 
     let rp = return_path("gone@");
-    lettre_send(port, "", &rp, postfix_bounce("postfix-dsn-5.1.1.eml", &rp, &hard).as_bytes()).await.expect("accepted");
+    submit(port, "", &rp, postfix_bounce("postfix-dsn-5.1.1.eml", &rp, &hard).as_bytes()).await.expect("accepted");
     mail.wait_for_event(&hard, "bounced").await;
     let bounce = mail.event(&hard, "email.bounced").await["bounce"].clone();
     assert_eq!((bounce["type"].as_str(), bounce["subType"].as_str()), (Some("Permanent"), Some("NoEmail")));
@@ -529,7 +516,7 @@ async fn bounces_postfix_generated_are_read_permanent_and_transient() {
     // from the suppression list. (The fixture names gone@; the return path names the recipient.)
     let rp = return_path("later@");
     let transient = postfix_bounce("postfix-dsn-4.4.1.eml", &rp, &soft).replace("gone@inbox.test", &format!("later@{RECIPIENT_DOMAIN}"));
-    lettre_send(port, "", &rp, transient.as_bytes()).await.expect("accepted");
+    submit(port, "", &rp, transient.as_bytes()).await.expect("accepted");
     mail.wait_for_event(&soft, "bounced").await;
     assert_eq!(mail.event(&soft, "email.bounced").await["bounce"]["type"], "Transient");
     assert_eq!(app.count(&format!("suppressions WHERE email = 'later@{RECIPIENT_DOMAIN}'")).await, 0);
@@ -552,7 +539,7 @@ async fn starttls_is_offered_with_a_certificate_and_mail_arrives_over_it() {
     };
     let (cert, key) = (pem("CERTIFICATE", certified.cert.der()), pem("PRIVATE KEY", &certified.signing_key.serialize_der()));
     let acceptor = jobs::inbound::tls_acceptor(cert.as_bytes(), key.as_bytes()).unwrap();
-    let port = inbound(app, |s| s.tls = Some(acceptor)).await;
+    let port = app.start_inbound(|s| s.tls = Some(acceptor)).await;
     let (mut client, _) = Client::connect(port).await;
     assert!(client.send(b"EHLO client.test\r\n").await.contains("STARTTLS"));
 
@@ -567,7 +554,7 @@ async fn starttls_is_offered_with_a_certificate_and_mail_arrives_over_it() {
 #[tokio::test]
 async fn connections_past_the_per_address_limit_are_told_to_come_back() {
     let mail = mail::setup().await;
-    let port = inbound(&mail.app, |s| s.max_connections_per_ip = 2).await;
+    let port = mail.app.start_inbound(|s| s.max_connections_per_ip = 2).await;
     let (_first, greeting) = Client::connect(port).await;
     assert!(greeting.starts_with("220"));
     let (_second, greeting) = Client::connect(port).await;
@@ -580,12 +567,12 @@ async fn connections_past_the_per_address_limit_are_told_to_come_back() {
 async fn unsubscribe_mail_without_a_valid_token_changes_nothing() {
     let mail = mail::setup().await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let contact = app.post("/contacts", json!({ "email": format!("reader@{RECIPIENT_DOMAIN}") })).await.body;
     let to = format!("unsubscribe@send.{SENDING_DOMAIN}");
     for subject in ["unsubscribe", "unsubscribe AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"] {
         let raw = format!("From: reader@{RECIPIENT_DOMAIN}\r\nTo: {to}\r\nSubject: {subject}\r\n\r\nPlease.\r\n");
-        lettre_send(port, &format!("reader@{RECIPIENT_DOMAIN}"), &to, raw.as_bytes()).await.expect("accepted");
+        submit(port, &format!("reader@{RECIPIENT_DOMAIN}"), &to, raw.as_bytes()).await.expect("accepted");
     }
     let read = app.get(&format!("/contacts/{}", contact["id"].as_str().unwrap())).await.body;
     assert_eq!(read["unsubscribed"], false);
@@ -598,7 +585,7 @@ async fn lists_search_literally_and_refused_parts_and_expired_links_are_handled(
     let mail = mail::setup().await;
     let app = &mail.app;
     receive_at_acme(&mail).await;
-    let port = inbound(app, |s| s.max_attachment_bytes = 1_000).await;
+    let port = app.start_inbound(|s| s.max_attachment_bytes = 1_000).await;
     let big = "QUJD".repeat(500); // 1,500 bytes decoded
     let raw = format!(
         "From: Zed Writer <zed@sender.test>\r\nTo: sales@acme.test\r\nSubject: 100% off_today\r\nMIME-Version: 1.0\r\n\
@@ -606,8 +593,8 @@ Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain
 --b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=big.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n{big}\r\n\
 --b\r\nContent-Type: text/plain\r\nContent-Disposition: attachment; filename=small.txt\r\n\r\nsmall\r\n--b--\r\n"
     );
-    lettre_send(port, "zed@sender.test", "sales@acme.test", raw.as_bytes()).await.expect("accepted");
-    lettre_send(port, "amy@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
+    submit(port, "zed@sender.test", "sales@acme.test", raw.as_bytes()).await.expect("accepted");
+    submit(port, "amy@sender.test", "support@acme.test", MESSAGE.as_bytes()).await.expect("accepted");
 
     // Search: subject, sender name or address, any recipient; `%` and `_` literal.
     let found = |query: &str| {
@@ -650,7 +637,7 @@ Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain
 async fn pipelined_commands_are_answered_in_order() {
     let mail = mail::setup().await;
     receive_at_acme(&mail).await;
-    let port = inbound(&mail.app, |_| {}).await;
+    let port = mail.app.start_inbound(|_| {}).await;
     let (mut client, _) = Client::connect(port).await;
     assert!(client.send(b"EHLO client.test\r\n").await.starts_with("250"));
     client.reader.get_mut().write_all(b"MAIL FROM:<a@sender.test>\r\nRCPT TO:<nobody@elsewhere.test>\r\nRCPT TO:<support@acme.test>\r\nDATA\r\n").await.unwrap();
@@ -665,12 +652,12 @@ async fn pipelined_commands_are_answered_in_order() {
 async fn a_delayed_dsn_is_email_delivery_delayed_and_a_report_for_another_teams_email_changes_nothing() {
     let mail = mail::setup().await;
     let app = &mail.app;
-    let port = inbound(app, |_| {}).await;
+    let port = app.start_inbound(|_| {}).await;
     let id = mail.send(Mail::message(&format!("slow@{RECIPIENT_DOMAIN}"))).await;
     let delivered = mail.sink.wait_for(1, Duration::from_secs(20)).await;
     mail.wait_for_event(&id, "delivered").await;
     let rp = delivered[0].mail_from.clone();
-    lettre_send(port, "", &rp, dsn(&rp, &format!("slow@{RECIPIENT_DOMAIN}"), "delayed", "4.2.2").as_bytes()).await.expect("accepted");
+    submit(port, "", &rp, dsn(&rp, &format!("slow@{RECIPIENT_DOMAIN}"), "delayed", "4.2.2").as_bytes()).await.expect("accepted");
     mail.wait_for_event(&id, "delivery_delayed").await;
     let delay = mail.event(&id, "email.delivery_delayed").await["delay"].clone();
     assert_eq!((delay["type"].as_str(), delay["delayedRecipients"][0]["status"].as_str()), (Some("TransientFailure"), Some("4.2.2")));
@@ -689,7 +676,40 @@ async fn a_delayed_dsn_is_email_delivery_delayed_and_a_report_for_another_teams_
     eventually(|| async { (their_last_event().await == "delivered").then_some(()) }).await;
     let key = schema::store::keys::get(&mut app.pool.acquire().await.unwrap(), "links").await.unwrap().unwrap();
     let crossed = schema::tracking::return_path(&key, their_id.parse().unwrap(), 0, &format!("send.{SENDING_DOMAIN}"));
-    lettre_send(port, "", &crossed, dsn(&crossed, &format!("theirs@{RECIPIENT_DOMAIN}"), "failed", "5.1.1").as_bytes()).await.expect("accepted");
+    submit(port, "", &crossed, dsn(&crossed, &format!("theirs@{RECIPIENT_DOMAIN}"), "failed", "5.1.1").as_bytes()).await.expect("accepted");
     assert_eq!(their_last_event().await, "delivered");
     assert_eq!(app.count("suppressions").await, 0);
+}
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_string_in_any_receiving_input_is_refused_and_changes_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let id = mail.domain["id"].as_str().unwrap();
+    let big = "x".repeat(10 * 1024 * 1024);
+    // Query, path and body fields of the new routes.
+    app.get("/emails/receiving?search=a%00b").await.assert_error(422, "invalid_parameter");
+    for path in [format!("/emails/receiving?search={}", "x".repeat(60_000)), format!("/received-attachments/{}", "x".repeat(60_000))] {
+        let status = app.request(reqwest::Method::GET, &path).send().await.unwrap().status().as_u16();
+        assert!((400..500).contains(&status), "{status}");
+    }
+    // The edge refuses control characters in any path parameter.
+    app.get("/emails/receiving/%00").await.assert_error(422, "invalid_parameter");
+    let status = app.request(reqwest::Method::GET, "/received-attachments/a%00b").send().await.unwrap().status().as_u16();
+    assert!((400..500).contains(&status), "{status}");
+    for value in [json!("\u{0}"), json!(big)] {
+        let answer = app.patch(&format!("/domains/{id}"), json!({ "capabilities": { "receiving": "enabled" }, "confirm_replace_mx": value })).await;
+        assert!((400..500).contains(&answer.status), "{}", answer.body);
+    }
+    assert_eq!(app.get(&format!("/domains/{id}")).await.body["capabilities"]["receiving"], "disabled", "nothing changed");
+
+    // Over SMTP: a NUL in an address and a line past 4,096 bytes are refused in the conversation.
+    let port = app.start_inbound(|_| {}).await;
+    let (mut client, _) = Client::connect(port).await;
+    assert!(client.send(b"EHLO client.test\r\n").await.starts_with("250"));
+    assert!(client.send(b"MAIL FROM:<a\0b@sender.test>\r\n").await.starts_with('5'));
+    let long = format!("MAIL FROM:<{}@sender.test>\r\n", "a".repeat(10_000));
+    assert!(client.send(long.as_bytes()).await.starts_with('5'));
+    assert!(client.send(b"NOOP\r\n").await.starts_with("250"), "the session goes on");
+    assert_eq!(app.count("received_emails").await, 0);
 }

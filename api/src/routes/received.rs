@@ -107,12 +107,8 @@ pub struct ReceivedEmailList {
 pub struct ReceivedAttachmentLink {
     /// Always `attachment`.
     pub object: String,
-    pub id: String,
-    pub filename: String,
-    pub content_type: String,
-    pub content_disposition: String,
-    pub content_id: Nullable<String>,
-    pub size: i32,
+    #[oai(flatten)]
+    pub part: ReceivedAttachmentView,
     /// A link that downloads the bytes with no credential, valid 15 minutes; absent for a part
     /// that was refused (too large to keep).
     #[oai(skip_serializing_if_is_none)]
@@ -226,17 +222,7 @@ impl ReceivedApi {
                     let token = schema::tracking::download_token(&state.link_key, a.id, expires_at.timestamp());
                     format!("{public}/received-attachments/{token}")
                 });
-                ReceivedAttachmentLink {
-                    object: "attachment".into(),
-                    id: a.id.to_string(),
-                    filename: a.filename,
-                    content_type: a.content_type,
-                    content_disposition: a.content_disposition,
-                    content_id: a.content_id.into(),
-                    size: a.size,
-                    expires_at: link.is_some().then_some(expires_at),
-                    download_url: link,
-                }
+                ReceivedAttachmentLink { object: "attachment".into(), part: part_view(a), expires_at: link.is_some().then_some(expires_at), download_url: link }
             })
             .collect();
         Ok(Json(ReceivedAttachmentList { object: "list".into(), has_more: false, data }))
@@ -315,16 +301,17 @@ fn item(r: Received, parts: Vec<Attachment>) -> ReceivedEmailItem {
         reply_to: r.reply_to,
         dropped_reason: r.dropped_reason.into(),
         created_at: r.created_at,
-        attachments: parts
-            .into_iter()
-            .map(|a| ReceivedAttachmentView {
-                id: a.id.to_string(),
-                filename: a.filename,
-                content_type: a.content_type,
-                content_disposition: a.content_disposition,
-                content_id: a.content_id.into(),
-                size: a.size,
-            })
-            .collect(),
+        attachments: parts.into_iter().map(part_view).collect(),
+    }
+}
+
+fn part_view(a: Attachment) -> ReceivedAttachmentView {
+    ReceivedAttachmentView {
+        id: a.id.to_string(),
+        filename: a.filename,
+        content_type: a.content_type,
+        content_disposition: a.content_disposition,
+        content_id: a.content_id.into(),
+        size: a.size,
     }
 }

@@ -443,38 +443,29 @@ impl Session {
 
     /// Reads the message and hands what it records to a committer; answers once it committed.
     async fn store(&self, first_id: Uuid, raw: Vec<u8>) -> anyhow::Result<()> {
-        let pending = self.prepare(first_id, &raw).await?;
-        let pending = commit::Pending { raw, ..pending };
+        let pending = self.prepare(first_id, raw).await?;
         self.shared.committer.commit(pending).await
     }
 
     /// What a message records, decided before any transaction: its parts, the records of the
     /// teams it is for, the reports and unsubscribes it carries.
-    async fn prepare(&self, first_id: Uuid, raw: &[u8]) -> anyhow::Result<commit::Pending> {
+    async fn prepare(&self, first_id: Uuid, raw: Vec<u8>) -> anyhow::Result<commit::Pending> {
         let virus = match &self.shared.settings.clamd {
-            Some(addr) => clamd::scan(addr, raw).await?,
+            Some(addr) => clamd::scan(addr, &raw).await?,
             None => None,
         };
-        let message = parse::parse(raw);
+        let message = parse::parse(&raw);
         let envelope = message.as_ref().map(parse::envelope).unwrap_or_default();
-        let content = match (&message, &virus) {
-            (Some(message), None) => Some(parse::content(message, self.shared.settings.max_attachment_bytes)),
-            _ => None,
+        let (content, dropped, read) = match (&message, &virus) {
+            (Some(message), None) => (Some(parse::content(message, self.shared.settings.max_attachment_bytes)), None, reports::read(message)),
+            (_, Some(_)) => (None, Some(Dropped::Virus), Vec::new()),
+            (None, None) => (None, Some(Dropped::ParseFailed), Vec::new()),
         };
-        let dropped = if virus.is_some() {
-            Some(Dropped::Virus)
-        } else if message.is_none() {
-            Some(Dropped::ParseFailed)
-        } else {
-            None
-        };
-        let mail_from = self.mail_from.clone().unwrap_or_default();
-        let now = chrono::Utc::now();
-        let dropped: Option<Dropped> = dropped;
         // The team's addresses this message was accepted for, per team, in RCPT order.
         let mut mailboxes: Vec<(Uuid, Vec<String>)> = Vec::new();
         let mut unreadable: Vec<(Uuid, String)> = Vec::new();
         let mut applied = Vec::new();
+        let mut unsubscribes = Vec::new();
         for target in &self.recipients {
             match target {
                 Target::Mailbox { team_id, address } => match mailboxes.iter_mut().find(|(t, _)| t == team_id) {
@@ -482,19 +473,15 @@ impl Session {
                     None => mailboxes.push((*team_id, vec![address.clone()])),
                 },
                 Target::ReturnPath { team_id, address, email_id, position } => {
-                    let reports = message.as_ref().filter(|_| virus.is_none()).map(reports::read).unwrap_or_default();
-                    if reports.is_empty() {
+                    if read.is_empty() {
                         unreadable.push((*team_id, address.clone()));
                     }
-                    for report in reports {
-                        applied.push((reports::Target { team_id: *team_id, email_id: *email_id, position: Some(*position) }, report));
-                    }
+                    let target = reports::Target { team_id: *team_id, email_id: *email_id, position: Some(*position) };
+                    applied.extend(read.iter().map(|report| (target, report.clone())));
                 }
-                Target::Unsubscribe { .. } => {}
                 Target::FeedbackLoop { team_id, address } => {
-                    let reports = message.as_ref().filter(|_| virus.is_none()).map(reports::read).unwrap_or_default();
-                    let complaint = reports.into_iter().find_map(|report| match &report {
-                        reports::Report::Complaint { message_id: Some(id), .. } => reports::email_id_of_message_id(id).map(|email_id| (email_id, report)),
+                    let complaint = read.iter().find_map(|report| match report {
+                        reports::Report::Complaint { message_id: Some(id), .. } => reports::email_id_of_message_id(id).map(|email_id| (email_id, report.clone())),
                         _ => None,
                     });
                     match complaint {
@@ -502,15 +489,12 @@ impl Session {
                         None => unreadable.push((*team_id, address.clone())),
                     }
                 }
-            }
-        }
-        let mut unsubscribes = Vec::new();
-        for target in &self.recipients {
-            if let Target::Unsubscribe { team_id, address } = target {
-                let link = envelope.subject.split_whitespace().find_map(|word| schema::links::verify(&self.shared.link_key, word));
-                match link.filter(|_| virus.is_none()) {
-                    Some(link) => unsubscribes.push((*team_id, link)),
-                    None => unreadable.push((*team_id, address.clone())),
+                Target::Unsubscribe { team_id, address } => {
+                    let link = envelope.subject.split_whitespace().find_map(|word| schema::links::verify(&self.shared.link_key, word));
+                    match link.filter(|_| virus.is_none()) {
+                        Some(link) => unsubscribes.push((*team_id, link)),
+                        None => unreadable.push((*team_id, address.clone())),
+                    }
                 }
             }
         }
@@ -518,7 +502,9 @@ impl Session {
         // Mail at a return-path address that is no report (an auto-reply sent to the bounce
         // address, say) is recorded as dropped: nobody reads those addresses.
         records.extend(unreadable.into_iter().map(|(team, address)| (team, vec![address], Some(dropped.unwrap_or(Dropped::NoMailbox)))));
-        Ok(commit::Pending { first_id, mail_from, raw: Vec::new(), envelope, content, records, reports: applied, unsubscribes, now })
+        let mail_from = self.mail_from.clone().unwrap_or_default();
+        drop(message);
+        Ok(commit::Pending { first_id, mail_from, raw, envelope, content, records, reports: applied, unsubscribes, now: chrono::Utc::now() })
     }
 }
 

@@ -233,8 +233,10 @@ pub async fn apply(conn: &mut PgConnection, target: Target, report: &Report) -> 
         Report::Complaint { .. } => ("complained", "email.complained", None, Some("complaint")),
         Report::PlainBounce { .. } => return Ok(false),
     };
-    let settled = matches!(recipient.status.as_str(), "sent" | "delivered" | "delayed" | "ambiguous" | "sending" | "bounced" | "complained");
-    if !settled || recipient.status == status || (recipient.status == "complained" && status != "complained") {
+    // Only a recipient that reached the receiving side can be reported on; a report repeating
+    // its state records nothing, and a complaint is never overwritten.
+    let reportable = matches!(recipient.status.as_str(), "sent" | "delivered" | "delayed" | "ambiguous" | "sending" | "bounced");
+    if !reportable || recipient.status == status {
         return Ok(false);
     }
     let mut new_events = Vec::new();

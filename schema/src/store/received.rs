@@ -362,12 +362,16 @@ pub async fn delete(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::R
     Ok(true)
 }
 
-/// Deletes dropped records older than their team's plan retention window; answers how many.
-pub async fn delete_expired_dropped(conn: &mut PgConnection) -> sqlx::Result<u64> {
+/// Deletes up to `batch` dropped records older than their team's plan retention window;
+/// answers how many.
+pub async fn delete_expired_dropped(conn: &mut PgConnection, batch: i64) -> sqlx::Result<u64> {
     let done = sqlx::query(
-        "DELETE FROM received_emails r USING teams t JOIN plans p ON p.code = t.plan_code
-         WHERE r.team_id = t.id AND r.dropped_reason IS NOT NULL AND r.created_at < now() - make_interval(days => p.retention_days)",
+        "DELETE FROM received_emails WHERE id IN (
+             SELECT r.id FROM received_emails r JOIN teams t ON t.id = r.team_id JOIN plans p ON p.code = t.plan_code
+             WHERE r.dropped_reason IS NOT NULL AND r.created_at < now() - make_interval(days => p.retention_days)
+             LIMIT $1)",
     )
+    .bind(batch)
     .execute(conn)
     .await?;
     Ok(done.rows_affected())
