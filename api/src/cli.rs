@@ -303,6 +303,7 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
         schedules: true,
         checker,
         broadcasts: jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone(), page_size: config.broadcast_page_size },
+        automations: jobs::automations::AutomationSettings { public_url: config.public_url.clone(), concurrency: config.automation_concurrency },
     }
 }
 

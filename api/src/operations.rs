@@ -189,6 +189,20 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("check-broadcast", Method::POST, "/broadcasts/{broadcast_id}/checks", Access::FullAccess, "broadcasts:read"),
     scoped("list-broadcast-recipients", Method::GET, "/broadcasts/{broadcast_id}/recipients", Access::FullAccess, "broadcasts:read"),
     scoped("list-broadcast-clicked-links", Method::GET, "/broadcasts/{broadcast_id}/clicked-links", Access::FullAccess, "broadcasts:read"),
+    op("create-event", Method::POST, "/events", Access::FullAccess),
+    op("list-events", Method::GET, "/events", Access::FullAccess),
+    op("send-event", Method::POST, "/events/send", Access::SendingAccess),
+    op("get-event", Method::GET, "/events/{id_or_name}", Access::FullAccess),
+    op("update-event", Method::PATCH, "/events/{id_or_name}", Access::FullAccess),
+    op("delete-event", Method::DELETE, "/events/{id_or_name}", Access::FullAccess),
+    op("create-automation", Method::POST, "/automations", Access::FullAccess),
+    op("list-automations", Method::GET, "/automations", Access::FullAccess),
+    op("get-automation", Method::GET, "/automations/{automation_id}", Access::FullAccess),
+    op("update-automation", Method::PATCH, "/automations/{automation_id}", Access::FullAccess),
+    op("delete-automation", Method::DELETE, "/automations/{automation_id}", Access::FullAccess),
+    op("stop-automation", Method::POST, "/automations/{automation_id}/stop", Access::FullAccess),
+    op("list-automation-runs", Method::GET, "/automations/{automation_id}/runs", Access::FullAccess),
+    op("get-automation-run", Method::GET, "/automations/{automation_id}/runs/{run_id}", Access::FullAccess),
 ];
 
 /// An operation an OAuth token with `scope` reaches.

@@ -247,7 +247,7 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
     }))
 }
 
-fn fallback_text(value: &Value) -> Option<String> {
+pub(crate) fn fallback_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,
@@ -284,10 +284,7 @@ fn with_footer(compiled: &Compiled, address: &str) -> anyhow::Result<Compiled> {
 impl Prepared {
     /// One contact's email.
     fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, id: Uuid, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
-        let public = settings.public_url.trim_end_matches('/');
-        let unsubscribe_token = links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: broadcast.topic_id });
-        let unsubscribe_url = format!("{public}/unsubscribe/{unsubscribe_token}");
-        let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id: resolved.contact_id, topic_id: None }));
+        let links = contact_links(link_key, &settings.public_url, resolved.contact_id, broadcast.topic_id, &self.return_path);
         let topics = resolved
             .topics
             .as_object()
@@ -303,17 +300,14 @@ impl Prepared {
             fallbacks: self.fallbacks.clone(),
             topics,
             segments: broadcast.segment_id.map(|id| HashMap::from([(id, true)])).unwrap_or_default(),
-            unsubscribe_url: Some(unsubscribe_url.clone()),
-            preferences_url: Some(preferences_url),
+            unsubscribe_url: Some(links.unsubscribe_url.clone()),
+            preferences_url: Some(links.preferences_url.clone()),
         };
         let context = render::Context { variables: &self.variables, contact: Some(&contact), event: None };
         let rendered = self.compiled.render(&context, Mode::PerContact);
         let html = self.has_html.then_some(rendered.html);
         let text = self.has_text.then_some(rendered.text);
         let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
-        // The mailto carries the same signed token in its subject: the inbound server reads it
-        // from the mail a mailbox provider sends.
-        let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{}?subject=unsubscribe%20{unsubscribe_token}>", self.return_path);
         NewEmail {
             id,
             team_id: broadcast.team_id,
@@ -325,7 +319,7 @@ impl Prepared {
             html,
             text,
             reply_to: broadcast.reply_to.clone(),
-            headers: json!({ "List-Unsubscribe": list_unsubscribe, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" }),
+            headers: links.headers(),
             tags: json!({}),
             message_id: format!("{id}@{}", self.domain_name),
             scheduled_at: None,
@@ -337,4 +331,31 @@ impl Prepared {
             attachments: Vec::new(),
         }
     }
+}
+
+/// A contact's unsubscribe and preferences links.
+pub(crate) struct ContactLinks {
+    pub unsubscribe_url: String,
+    pub preferences_url: String,
+    /// `List-Unsubscribe`: the one-click URL and a mailto to the return-path host carrying the
+    /// same signed token in its subject (the inbound server reads it from the mail a mailbox
+    /// provider sends).
+    pub list_unsubscribe: String,
+}
+
+impl ContactLinks {
+    /// The one-click unsubscribe headers of RFC 8058.
+    pub fn headers(&self) -> Value {
+        json!({ "List-Unsubscribe": self.list_unsubscribe, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" })
+    }
+}
+
+/// The signed links of one contact (`topic_id`: the topic an unsubscribe leaves).
+pub(crate) fn contact_links(link_key: &[u8], public_url: &str, contact_id: Uuid, topic_id: Option<Uuid>, return_path: &str) -> ContactLinks {
+    let public = public_url.trim_end_matches('/');
+    let token = links::token(link_key, Link { contact_id, topic_id });
+    let unsubscribe_url = format!("{public}/unsubscribe/{token}");
+    let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id, topic_id: None }));
+    let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{return_path}?subject=unsubscribe%20{token}>");
+    ContactLinks { unsubscribe_url, preferences_url, list_unsubscribe }
 }

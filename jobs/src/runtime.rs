@@ -1,6 +1,7 @@
 //! The worker runtime: one apalis worker per named queue, woken by LISTEN/NOTIFY for new jobs
 //! and by a one-second poll for scheduled and retried ones, with bounded concurrency and a
-//! graceful shutdown that lets running jobs finish.
+//! graceful shutdown that lets running jobs finish; beside them, the webhook dispatcher and the
+//! automation executor.
 
 use crate::deliver::Delivery;
 use crate::domains::DomainChecker;
@@ -30,6 +31,8 @@ pub struct WorkerOptions {
     pub webhooks: crate::webhooks::WebhookSettings,
     /// Fans broadcasts out.
     pub broadcasts: crate::broadcasts::BroadcastSettings,
+    /// Executes automation runs.
+    pub automations: crate::automations::AutomationSettings,
 }
 
 /// How often a worker polls for scheduled and retried jobs.
@@ -83,6 +86,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         let _ = stopped.wait_for(|stop| *stop).await;
     };
     let dispatcher = tokio::spawn(crate::webhooks::run(pool.clone(), options.webhooks.clone(), until_stopped(stopped.clone())));
+    let executor = tokio::spawn(crate::automations::run(pool.clone(), options.automations.clone(), until_stopped(stopped.clone())));
     let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, .. } = options;
     delivery.concurrency = deliver_concurrency;
     let monitor = Monitor::new();
@@ -105,5 +109,6 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         schedule.abort();
     }
     let _ = dispatcher.await;
+    let _ = executor.await;
     result.map_err(|e| anyhow::anyhow!("workers stopped with an error: {e}"))
 }

@@ -188,6 +188,9 @@ const ABSENT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("Error", "details"),
     ("ReceivedAttachmentLink", "download_url"),
     ("ReceivedAttachmentLink", "expires_at"),
+    ("AutomationView", "steps"),
+    ("AutomationView", "connections"),
+    ("RunView", "steps"),
 ];
 
 #[test]

@@ -1,6 +1,7 @@
 //! The model shared by the API and the job workers: migrations, identifiers and value types,
 //! every SQL statement (in [`store`]), job payloads and [`jobs::enqueue`].
 
+pub mod automation;
 pub mod domain;
 pub mod email;
 pub mod filter;

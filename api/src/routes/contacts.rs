@@ -17,6 +17,7 @@ use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
 use schema::email::Mailbox;
 use schema::model::{MAX_PROPERTY_TEXT, property_kind};
+use schema::store::automations::SegmentWatch;
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Key};
 use schema::store::events::{self, NewEvent};
 use schema::store::segments;
@@ -135,6 +136,7 @@ impl ContactsApi {
         let existing = contacts::find(&mut tx, caller.team_id, &Key::Email(email.clone()), true).await?;
         let current = existing.as_ref().map_or_else(Map::new, |c| c.properties.as_object().cloned().unwrap_or_default());
         let properties = typed_properties(&mut tx, caller.team_id, current, body.properties.unwrap_or_default().into_iter().collect()).await?;
+        let watch = SegmentWatch::before(&mut tx, caller.team_id, existing.as_ref().map(|c| c.id)).await?;
         let (contact, event_type, newly_unsubscribed) = match existing {
             Some(before) => {
                 let unsubscribed = before.unsubscribed || body.unsubscribed == Some(true);
@@ -164,6 +166,9 @@ impl ContactsApi {
         }
         crate::routes::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics", &Origin::api()).await?;
         segments::add_members(&mut tx, &segment_ids, &[contact.id]).await?;
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, contact.id).await?;
+        }
         emit(&mut tx, &contact, event_type).await?;
         tx.commit().await?;
         Ok(CreateResponse::Created(Json(ContactRef { object: "contact".into(), id: contact.id.to_string() })))
@@ -239,6 +244,7 @@ impl ContactsApi {
         }
         let current = before.properties.as_object().cloned().unwrap_or_default();
         let properties = typed_properties(&mut tx, caller.team_id, current, body.properties.unwrap_or_default().into_iter().collect()).await?;
+        let watch = SegmentWatch::before(&mut tx, caller.team_id, Some(before.id)).await?;
         let unsubscribed = body.unsubscribed.unwrap_or(before.unsubscribed);
         let fields = ContactFields {
             email: email.unwrap_or_else(|| before.email.clone()),
@@ -250,6 +256,9 @@ impl ContactsApi {
         let after = contacts::update(&mut tx, before.id, &fields).await?;
         if unsubscribed != before.unsubscribed {
             consent(&mut tx, &after, None, if unsubscribed { "unsubscribed" } else { "subscribed" }, &Origin::api()).await?;
+        }
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, after.id).await?;
         }
         emit(&mut tx, &after, "contact.updated").await?;
         tx.commit().await?;

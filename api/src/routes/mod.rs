@@ -2,6 +2,7 @@
 
 pub mod api_keys;
 pub mod audiences;
+pub mod automations;
 pub mod brand_assets;
 pub mod broadcasts;
 pub mod contact_imports;
@@ -10,6 +11,7 @@ pub mod contacts;
 pub mod domains;
 pub mod email_shares;
 pub mod emails;
+pub mod events;
 pub mod health;
 pub mod logs;
 pub mod pages;
@@ -54,6 +56,9 @@ pub enum Tag {
     Broadcasts,
     /// Mail received at the team's receiving domains: messages, attachments, raw source.
     Receiving,
+    /// Automations: per-contact workflows started by custom events and built-in triggers, and
+    /// the custom events that start them.
+    Automations,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -84,6 +89,8 @@ apis!(
         received::ReceivedApi,
         suppressions::SuppressionsApi,
         contact_imports::ContactImportsApi,
+        events::EventsApi,
+        automations::AutomationsApi,
     ],
     [
         contacts::ContactsApi,

@@ -13,6 +13,7 @@ use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
+use schema::store::automations::SegmentWatch;
 use schema::store::contacts;
 use schema::store::segments::{self, Segment};
 use serde::Deserialize;
@@ -160,12 +161,18 @@ impl SegmentsApi {
     }
 
     /// Add a contact to a segment explicitly (it stays a member whatever the filter says).
-    /// Adding twice changes nothing. Not a `contact.updated` event.
+    /// Adding twice changes nothing. Not a `contact.updated` event; a contact new to the segment
+    /// starts the `svc:segment.entered` runs that watch it.
     #[oai(path = "/contacts/:contact/segments/:segment_id", method = "post", operation_id = "add-contact-segment")]
     async fn add(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>, segment_id: Path<String>) -> ApiResult<Json<Updated>> {
-        let mut conn = state.pool.acquire().await?;
-        let (contact_id, segment_id) = pair(&mut conn, caller.team_id, &contact.0, &segment_id.0).await?;
-        segments::add_members(&mut conn, &[segment_id], &[contact_id]).await?;
+        let mut tx = state.pool.begin().await?;
+        let (contact_id, segment_id) = pair(&mut tx, caller.team_id, &contact.0, &segment_id.0).await?;
+        let watch = SegmentWatch::before(&mut tx, caller.team_id, Some(contact_id)).await?;
+        segments::add_members(&mut tx, &[segment_id], &[contact_id]).await?;
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, contact_id).await?;
+        }
+        tx.commit().await?;
         Ok(Json(Updated { object: "segment".into(), id: segment_id.to_string() }))
     }
 

@@ -26,12 +26,25 @@ pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<
     let data: Vec<Value> = events.iter().map(|e| e.data.clone()).collect();
     let emails: Vec<Option<Uuid>> = events.iter().map(|e| e.email_id).collect();
     // The same statement writes one webhook delivery per subscribed, enabled endpoint: the
-    // dispatchers pick those rows up, so an event and its deliveries commit together.
+    // dispatchers pick those rows up, so an event and its deliveries commit together. It also
+    // starts the runs of the built-in triggers `svc:contact.created` (the contact in `data`) and
+    // `svc:email.*` (each contact whose address is in `to`), except for the automation whose
+    // own email the event is about (its `automation_id` tag), so no automation feeds itself.
     sqlx::query(
         "WITH ev AS (
              INSERT INTO events (id, team_id, type, data, email_id)
              SELECT * FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::jsonb[], $5::uuid[])
-             RETURNING id, team_id, type
+             RETURNING id, team_id, type, data
+         ), runs AS (
+             INSERT INTO automation_runs (id, team_id, automation_id, version, contact_id, trigger_event, event_data)
+             SELECT herald_uuid_v7(), a.team_id, a.id, a.current_version, c.id, a.trigger_event, ev.data
+             FROM ev
+             JOIN automations a ON a.team_id = ev.team_id AND a.trigger_event = 'svc:' || ev.type AND a.status = 'enabled' AND a.deleted_at IS NULL
+             JOIN contacts c ON c.team_id = ev.team_id AND (
+                 c.id = CASE WHEN ev.type = 'contact.created' THEN (ev.data->>'id')::uuid END
+                 OR (ev.type LIKE 'email.%' AND c.email IN (SELECT lower(t) FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(ev.data->'to') = 'array' THEN ev.data->'to' ELSE '[]' END) AS t))
+             )
+             WHERE ev.data->'tags'->>'automation_id' IS DISTINCT FROM a.id::text
          )
          INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id)
          SELECT herald_uuid_v7(), ev.team_id, w.id, ev.id

@@ -3,10 +3,12 @@
 
 pub mod api_keys;
 pub mod auth;
+pub mod automations;
 pub mod brand_assets;
 pub mod broadcasts;
 pub mod claims;
 pub mod contacts;
+pub mod custom_events;
 pub mod domains;
 pub mod emails;
 pub mod engagements;

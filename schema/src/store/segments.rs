@@ -246,3 +246,24 @@ pub async fn holding(conn: &mut PgConnection, contact_id: Uuid, memberships: &[M
     query.push(") AS s(id, position, member) WHERE c.id = ").push_bind(contact_id).push(" AND s.member ORDER BY s.position");
     query.build_query_scalar().fetch_all(conn).await
 }
+
+/// The team's live segments among `ids`.
+pub async fn by_ids(conn: &mut PgConnection, team_id: Uuid, ids: &[Uuid]) -> sqlx::Result<Vec<Segment>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {COLUMNS} FROM segments WHERE team_id = $1 AND id = ANY($2) AND deleted_at IS NULL ORDER BY id")))
+        .bind(team_id)
+        .bind(ids)
+        .fetch_all(conn)
+        .await
+}
+
+/// Whether a filter (checked when it was written) holds for the contact now. A property or
+/// topic gone since compiles as one no contact has.
+pub async fn filter_holds(conn: &mut PgConnection, team_id: Uuid, contact_id: Uuid, filter: &Value) -> sqlx::Result<bool> {
+    let catalog = catalog(conn, team_id, [filter], false).await?;
+    let Ok(node) = filter::parse(filter, &catalog, false) else { return Ok(false) };
+    let mut query = QueryBuilder::new("SELECT EXISTS (SELECT 1 FROM contacts c WHERE c.team_id = ");
+    query.push_bind(team_id).push(" AND c.id = ").push_bind(contact_id).push(" AND ");
+    node.push_sql(&mut query);
+    query.push(")");
+    query.build_query_scalar().fetch_one(conn).await
+}

@@ -127,7 +127,8 @@ pub async fn choices(conn: &mut PgConnection, team_id: Uuid, contact_id: Uuid) -
     .await
 }
 
-/// Records a contact's choices (topic, `opt_in`/`opt_out`); answers the ones that changed.
+/// Records a contact's choices (topic, `opt_in`/`opt_out`); answers the ones that changed. A
+/// topic the contact is newly subscribed to starts the `svc:topic.subscribed` runs it triggers.
 pub async fn choose(conn: &mut PgConnection, contact_id: Uuid, choices: &[(Uuid, String)]) -> sqlx::Result<Vec<(Uuid, String)>> {
     if choices.is_empty() {
         return Ok(Vec::new());
@@ -143,8 +144,21 @@ pub async fn choose(conn: &mut PgConnection, contact_id: Uuid, choices: &[(Uuid,
              ON CONFLICT (contact_id, topic_id) DO UPDATE SET subscription = excluded.subscription, updated_at = now()
              RETURNING topic_id, subscription
          )
-         SELECT w.topic_id, w.subscription FROM written w LEFT JOIN before b ON b.topic_id = w.topic_id
-         WHERE b.subscription IS DISTINCT FROM w.subscription",
+         , changed AS (
+             SELECT w.topic_id, w.subscription, COALESCE(b.subscription, t.default_subscription) AS effective_before
+             FROM written w LEFT JOIN before b ON b.topic_id = w.topic_id JOIN topics t ON t.id = w.topic_id
+             WHERE b.subscription IS DISTINCT FROM w.subscription
+         )
+         , runs AS (
+             INSERT INTO automation_runs (id, team_id, automation_id, version, contact_id, trigger_event, event_data)
+             SELECT herald_uuid_v7(), a.team_id, a.id, a.current_version, $1, a.trigger_event,
+                    jsonb_build_object('contact_id', $1::uuid, 'topic_id', ch.topic_id)
+             FROM changed ch JOIN topics t ON t.id = ch.topic_id
+             JOIN automations a ON a.team_id = t.team_id AND a.trigger_event = 'svc:topic.subscribed' AND a.status = 'enabled'
+                  AND a.deleted_at IS NULL AND (a.trigger_topic_id IS NULL OR a.trigger_topic_id = ch.topic_id)
+             WHERE ch.subscription = 'opt_in' AND ch.effective_before <> 'opt_in'
+         )
+         SELECT topic_id, subscription FROM changed",
     )
     .bind(contact_id)
     .bind(&topics)

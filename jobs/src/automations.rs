@@ -1,0 +1,467 @@
+//! The automation executor: runs are rows, not sleeping tasks. Each executor task claims one
+//! due running run (`FOR UPDATE SKIP LOCKED`), executes its current step and records the step
+//! and the run's progress in the same transaction. A crash rolls the step back with its
+//! progress, so a restarted worker repeats no step that committed and skips none that did not.
+//! A delay moves the run's `due_at` and lets it go; a probe wakes idle tasks when runs fall due.
+
+use crate::broadcasts::{contact_links, fallback_text};
+use chrono::{TimeDelta, Utc};
+use render::{Compiled, Mode};
+use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
+use schema::domain::DomainStatus;
+use schema::email::Mailbox;
+use schema::jobs::Deliver;
+use schema::store::automations::{self, Run, SegmentWatch};
+use schema::store::contacts::{self, Consent, Contact, ContactFields};
+use schema::store::emails::{self, NewEmail, NewRecipient};
+use schema::store::events::{self, NewEvent};
+use schema::store::{segments, sending, templates, topics, usage};
+use serde_json::{Map, Value, json};
+use sqlx::{PgConnection, PgPool};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use uuid::Uuid;
+
+/// How the executor runs.
+#[derive(Debug, Clone)]
+pub struct AutomationSettings {
+    /// `HERALD_PUBLIC_URL`, for unsubscribe links.
+    pub public_url: String,
+    /// `HERALD_AUTOMATION_CONCURRENCY`: steps executed at once in this process.
+    pub concurrency: usize,
+}
+
+/// How often an idle executor looks for due runs.
+const PROBE: Duration = Duration::from_millis(100);
+/// Failed attempts at one step (the database down, a render error) before the run fails.
+const MAX_ATTEMPTS: i32 = 8;
+
+/// Versions parsed once per process (a version never changes).
+#[derive(Default)]
+struct Graphs(Mutex<HashMap<(Uuid, i32), Arc<Graph>>>);
+
+impl Graphs {
+    async fn get(&self, conn: &mut PgConnection, automation_id: Uuid, version: i32) -> anyhow::Result<Arc<Graph>> {
+        if let Some(graph) = self.0.lock().expect("not poisoned").get(&(automation_id, version)) {
+            return Ok(graph.clone());
+        }
+        let (steps, connections) = automations::version(conn, automation_id, version)
+            .await?
+            .ok_or_else(|| anyhow::anyhow!("automation {automation_id} has no version {version}"))?;
+        let graph = automation::parse(steps.as_array().map_or(&[], Vec::as_slice), connections.as_array().map_or(&[], Vec::as_slice), None)
+            .map_err(|problems| anyhow::anyhow!("version {version} of automation {automation_id} does not parse: {problems:?}"))?;
+        let graph = Arc::new(graph);
+        let mut cache = self.0.lock().expect("not poisoned");
+        if cache.len() > 10_000 {
+            cache.clear();
+        }
+        cache.insert((automation_id, version), graph.clone());
+        Ok(graph)
+    }
+}
+
+/// What every task shares.
+struct Executor {
+    pool: PgPool,
+    settings: AutomationSettings,
+    graphs: Graphs,
+    link_key: tokio::sync::OnceCell<Arc<[u8]>>,
+}
+
+/// Runs the executor until `shutdown` resolves; a step in progress finishes first.
+pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Future<Output = ()> + Send + 'static) {
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let executor = Arc::new(Executor { pool, settings, graphs: Graphs::default(), link_key: tokio::sync::OnceCell::new() });
+    let wake = Arc::new(Notify::new());
+    let probe = {
+        let (executor, wake, stopped) = (executor.clone(), wake.clone(), stopped.clone());
+        tokio::spawn(async move {
+            while !*stopped.borrow() {
+                tokio::time::sleep(PROBE).await;
+                let due = async { automations::any_due(&mut *executor.pool.acquire().await?).await }.await;
+                match due {
+                    Ok(true) => wake.notify_waiters(),
+                    Ok(false) => {}
+                    Err(error) => tracing::warn!(%error, "probing for due automation runs failed"),
+                }
+            }
+        })
+    };
+    let tasks: Vec<_> = (0..executor.settings.concurrency.max(1))
+        .map(|_| {
+            let (executor, wake, stopped) = (executor.clone(), wake.clone(), stopped.clone());
+            tokio::spawn(async move {
+                while !*stopped.borrow() {
+                    let notified = wake.notified();
+                    match executor.step_once().await {
+                        Ok(true) => continue,
+                        Ok(false) => {}
+                        Err(error) => tracing::error!(%error, "executing an automation step failed"),
+                    }
+                    let _ = tokio::time::timeout(Duration::from_secs(1), notified).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        let _ = task.await;
+    }
+    probe.abort();
+}
+
+/// Why a step did not complete.
+enum StepError {
+    /// It cannot succeed: the run fails with this reason.
+    Fail(String),
+    /// It may succeed later (the database, a render): tried again with backoff.
+    Retry(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for StepError {
+    fn from(error: E) -> Self {
+        StepError::Retry(error.into())
+    }
+}
+
+/// Where a step leaves the run.
+enum Flow {
+    /// Go on along this branch.
+    Next(Branch),
+    /// Parked until this time (a delay).
+    Park(chrono::DateTime<Utc>),
+}
+
+impl Executor {
+    /// Claims and executes one due step; `false` when none was due.
+    async fn step_once(&self) -> anyhow::Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let Some(run) = automations::claim_due(&mut tx).await? else { return Ok(false) };
+        let graph = match self.graphs.get(&mut tx, run.automation_id, run.version).await {
+            Ok(graph) => graph,
+            Err(error) => {
+                drop(tx);
+                self.failed_attempt(&run, None, StepError::Retry(error)).await?;
+                return Ok(true);
+            }
+        };
+        let step = match &run.step {
+            None => graph.trigger(),
+            Some(key) => match graph.step(key) {
+                Some(step) => step,
+                None => {
+                    drop(tx);
+                    self.failed_attempt(&run, None, StepError::Fail(format!("the version has no step `{key}`"))).await?;
+                    return Ok(true);
+                }
+            },
+        };
+        match self.execute(&mut tx, &run, step).await {
+            Ok(flow) => {
+                match flow {
+                    Flow::Next(branch) => match graph.next(&step.key, branch) {
+                        Some(next) => automations::advance(&mut tx, run.id, &next.key, Utc::now()).await?,
+                        None => {
+                            let at = automations::finish(&mut tx, run.id, "completed", None).await?;
+                            emit_run(&mut tx, &run, "automation.run.completed", None, Some(at)).await?;
+                        }
+                    },
+                    Flow::Park(until) => automations::advance(&mut tx, run.id, &step.key, until).await?,
+                }
+                tx.commit().await?;
+            }
+            Err(error) => {
+                drop(tx);
+                self.failed_attempt(&run, Some(&step.key), error).await?;
+            }
+        }
+        Ok(true)
+    }
+
+    /// After a step's transaction rolled back: a permanent failure (or the last attempt) fails
+    /// the run with its reason; otherwise the step is tried again later.
+    async fn failed_attempt(&self, run: &Run, key: Option<&str>, error: StepError) -> anyhow::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let Some(locked) = automations::lock(&mut tx, run.id).await? else { return Ok(()) };
+        if locked.status != "running" || locked.step != run.step {
+            return Ok(());
+        }
+        let reason = match error {
+            StepError::Fail(reason) => Some(reason),
+            StepError::Retry(error) if locked.attempts + 1 >= MAX_ATTEMPTS => Some(format!("the step kept failing: {error}")),
+            StepError::Retry(error) => {
+                tracing::warn!(%error, run_id = %run.id, "an automation step failed; trying again");
+                let wait = TimeDelta::seconds(1 << locked.attempts.clamp(0, 10));
+                automations::retry_at(&mut tx, run.id, Utc::now() + wait).await?;
+                None
+            }
+        };
+        if let Some(reason) = reason {
+            if let Some(key) = key {
+                automations::record_step(&mut tx, run.id, key, "failed", &json!({ "reason": reason }), true).await?;
+            }
+            let at = automations::finish(&mut tx, run.id, "failed", Some(&reason)).await?;
+            emit_run(&mut tx, run, "automation.run.failed", Some(&reason), Some(at)).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Executes one step in the run's transaction and records it.
+    async fn execute(&self, tx: &mut PgConnection, run: &Run, step: &Step) -> Result<Flow, StepError> {
+        let (flow, outcome) = match &step.action {
+            Action::Trigger { .. } => {
+                emit_run(tx, run, "automation.run.started", None, None).await?;
+                (Flow::Next(Branch::Default), json!({}))
+            }
+            Action::Delay(delay) => {
+                let waiting = automations::step_records(tx, run.id).await?.into_iter().find(|r| r.key == step.key);
+                let until = match &waiting {
+                    Some(record) => delay.due(record.started_at),
+                    None => delay.due(Utc::now()),
+                };
+                if until > Utc::now() && waiting.is_none() {
+                    automations::record_step(tx, run.id, &step.key, "waiting", &json!({ "until": until }), false).await?;
+                    return Ok(Flow::Park(until));
+                }
+                (Flow::Next(Branch::Default), json!({ "until": until }))
+            }
+            Action::Condition(filter) => {
+                let met = segments::filter_holds(tx, run.team_id, run.contact_id, filter).await?;
+                let branch = if met { Branch::Met } else { Branch::NotMet };
+                (Flow::Next(branch), json!({ "branch": branch.name() }))
+            }
+            Action::ContactUpdate(change) => {
+                let contact = contact(tx, run).await?;
+                update_contact(tx, &contact, change).await?;
+                (Flow::Next(Branch::Default), json!({}))
+            }
+            Action::AddToSegment(segment_id) => {
+                let contact = contact(tx, run).await?;
+                if segments::get(tx, run.team_id, *segment_id).await?.is_none() {
+                    return Err(StepError::Fail("the segment was deleted".into()));
+                }
+                let watch = SegmentWatch::before(tx, run.team_id, Some(contact.id)).await?;
+                segments::add_members(tx, &[*segment_id], &[contact.id]).await?;
+                if let Some(watch) = watch {
+                    watch.enrol_entered(tx, contact.id).await?;
+                }
+                (Flow::Next(Branch::Default), json!({}))
+            }
+            Action::TopicUpdate { topic_id, opt_in } => {
+                let contact = contact(tx, run).await?;
+                if topics::get(tx, run.team_id, *topic_id).await?.is_none() {
+                    return Err(StepError::Fail("the topic was deleted".into()));
+                }
+                let choice = if *opt_in { "opt_in" } else { "opt_out" };
+                let watch = SegmentWatch::before(tx, run.team_id, Some(contact.id)).await?;
+                for (topic_id, _) in topics::choose(tx, contact.id, &[(*topic_id, choice.to_string())]).await? {
+                    contacts::record_consent(tx, &consent(&contact, Some(topic_id), choice)).await?;
+                }
+                if let Some(watch) = watch {
+                    watch.enrol_entered(tx, contact.id).await?;
+                }
+                (Flow::Next(Branch::Default), json!({ "subscription": choice }))
+            }
+            Action::SendEmail { template, variables, from, subject, reply_to } => {
+                let contact = contact(tx, run).await?;
+                let outcome = if contact.unsubscribed {
+                    json!({ "skipped": true, "reason": "the contact unsubscribed from everything" })
+                } else {
+                    let mail = Mail { template, variables, from: from.as_deref(), subject: subject.as_deref(), reply_to };
+                    let email_id = self.send_email(tx, run, &contact, &mail).await?;
+                    json!({ "email_id": email_id })
+                };
+                (Flow::Next(Branch::Default), outcome)
+            }
+        };
+        automations::record_step(tx, run.id, &step.key, "completed", &outcome, true).await?;
+        Ok(flow)
+    }
+
+    /// Sends a published template to the contact through the ordinary path: the from-domain
+    /// verified, the sandbox, suppressions (recorded as `email.suppressed`), the quota, the
+    /// one-click unsubscribe headers, a delivery job. Answers the email's id.
+    async fn send_email(&self, tx: &mut PgConnection, run: &Run, contact: &Contact, mail: &Mail<'_>) -> Result<Uuid, StepError> {
+        let found = templates::for_send(tx, run.team_id, std::slice::from_ref(&mail.template.to_string())).await?;
+        let Some(template) = found.into_iter().find(|t| t.version.is_some()) else {
+            return Err(StepError::Fail(format!("template `{}` was deleted or has no published version", mail.template)));
+        };
+        let from_header = mail.from.map(str::to_string).or(template.from_address.clone()).ok_or_else(|| StepError::Fail("no sender: neither the step nor the template names one".into()))?;
+        let from = Mailbox::parse(&from_header).map_err(|e| StepError::Fail(format!("`from` is not an address: {e}")))?;
+        let recipient = Mailbox::parse(&contact.email).map_err(|e| StepError::Fail(format!("the contact's address is not an address: {e}")))?;
+        let facts = sending::context(tx, run.team_id, &[from.domain().to_string()], &[recipient.key()]).await?.ok_or_else(|| StepError::Fail("the team is gone".into()))?;
+        let Some(domain) = facts.domains.iter().find(|d| d.name == from.domain() && d.status == DomainStatus::Verified && d.sending_enabled) else {
+            return Err(StepError::Fail(format!("{} is not a verified sending domain of the team", from.domain())));
+        };
+        let region = domain.region.as_str().to_string();
+        let allowed = recipient.is_simulator() || facts.verified_domains.iter().any(|d| recipient.domain() == d || recipient.domain().ends_with(&format!(".{d}")));
+        if facts.sandbox_regions.contains(&region) && !domain.development && !allowed {
+            return Err(StepError::Fail(format!("the team's {region} region is in the sending sandbox and {} is outside it", contact.email)));
+        }
+        let suppressed = facts.suppressed.iter().find(|(email, _)| *email == recipient.key()).map(|(_, origin)| origin.clone());
+
+        let compiled: Compiled = serde_json::from_value(template.compiled.clone().unwrap_or_default()).map_err(anyhow::Error::from)?;
+        let compiled = match mail.subject {
+            Some(subject) => {
+                let line = Compiled::from_parts(Some(subject), None, None).map_err(|p| StepError::Fail(format!("the subject does not compile: {:?}", p.first())))?;
+                compiled.with_subject_of(&line)
+            }
+            None => compiled,
+        };
+        let mut variables = Map::new();
+        for variable in template.variables.as_ref().and_then(Value::as_array).into_iter().flatten() {
+            if let (Some(key), Some(fallback)) = (variable["key"].as_str(), variable.get("fallback_value").filter(|f| !f.is_null())) {
+                variables.insert(key.to_string(), fallback.clone());
+            }
+        }
+        variables.extend(mail.variables.clone());
+        let fallbacks = contacts::properties(tx, run.team_id).await?.into_iter().filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?))).collect();
+        let link_key = self
+            .link_key
+            .get_or_try_init(|| async { schema::store::keys::get(&mut *self.pool.acquire().await?, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
+            .await?;
+        let return_path = format!("{}.{}", domain.custom_return_path, domain.name);
+        let links = contact_links(link_key, &self.settings.public_url, contact.id, None, &return_path);
+        let person = render::Contact {
+            email: contact.email.clone(),
+            first_name: contact.first_name.clone(),
+            last_name: contact.last_name.clone(),
+            unsubscribed: contact.unsubscribed,
+            created_at: Some(contact.created_at),
+            properties: contact.properties.as_object().cloned().unwrap_or_default(),
+            fallbacks,
+            topics: HashMap::new(),
+            segments: HashMap::new(),
+            unsubscribe_url: Some(links.unsubscribe_url.clone()),
+            preferences_url: Some(links.preferences_url.clone()),
+        };
+        let event = run.event_data.as_object();
+        let rendered = compiled.render(&render::Context { variables: &variables, contact: Some(&person), event }, Mode::PerContact);
+        let html = template.has_html.then_some(rendered.html);
+        let text = template.has_text.then_some(rendered.text);
+        let id = schema::ids::new_id();
+        let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
+        let reply_to = if mail.reply_to.is_empty() { template.reply_to.clone().unwrap_or_default() } else { mail.reply_to.to_vec() };
+        let email = NewEmail {
+            id,
+            team_id: run.team_id,
+            api_key_id: None,
+            domain_id: domain.id,
+            from_header,
+            from_email: from.key(),
+            subject: rendered.subject.replace(['\r', '\n'], " "),
+            html,
+            text,
+            reply_to,
+            headers: links.headers(),
+            // The run that sent it; the `svc:email.*` triggers never feed an automation its own email.
+            tags: json!({ "automation_id": run.automation_id.to_string(), "automation_run_id": run.id.to_string() }),
+            message_id: format!("{id}@{}", domain.name),
+            scheduled_at: None,
+            size_bytes: size.min(i32::MAX as usize) as i32,
+            created_at: Utc::now(),
+            template: template.version.map(|v| (template.id, v)),
+            broadcast_id: None,
+            recipients: vec![NewRecipient { kind: "to", address: contact.email.clone(), email: recipient.key(), suppressed }],
+            attachments: Vec::new(),
+        };
+        let count = usage::Count { team_id: run.team_id, emails: 1, now: Utc::now() };
+        let used = emails::insert_many(tx, std::slice::from_ref(&email), Some(count)).await?.ok_or_else(|| StepError::Fail("the team is gone".into()))?;
+        if used.over_daily() || used.over_monthly() {
+            let which = if used.over_daily() { "daily" } else { "monthly" };
+            return Err(StepError::Fail(format!("the team's {which} sending quota is used up")));
+        }
+        if let Some(origin) = &email.recipients[0].suppressed {
+            let extra = json!({
+                "reason": "OnSuppressionList",
+                "type": origin,
+                "message": "The address is on the team's suppression list; the email was not sent to it.",
+                "diagnosticCode": [],
+            });
+            let data = email.event_data(&[email.recipients[0].email.as_str()], Some(("suppressed", extra)));
+            events::emit(tx, &[NewEvent { team_id: run.team_id, event_type: "email.suppressed", data, email_id: Some(id) }]).await?;
+        } else {
+            schema::jobs::enqueue(tx, &Deliver { email_id: id }).await?;
+        }
+        Ok(id)
+    }
+}
+
+/// A `send_email` step's settings.
+struct Mail<'a> {
+    template: &'a str,
+    variables: &'a Map<String, Value>,
+    from: Option<&'a str>,
+    subject: Option<&'a str>,
+    reply_to: &'a [String],
+}
+
+/// The run's contact, locked; a contact erased since fails the run.
+async fn contact(tx: &mut PgConnection, run: &Run) -> Result<Contact, StepError> {
+    contacts::by_id(tx, run.contact_id, true)
+        .await?
+        .filter(|c| c.team_id == run.team_id)
+        .ok_or_else(|| StepError::Fail("the contact was deleted".into()))
+}
+
+fn consent<'a>(contact: &'a Contact, topic_id: Option<Uuid>, choice: &'static str) -> Consent<'a> {
+    Consent { team_id: contact.team_id, contact_id: contact.id, email: &contact.email, topic_id, choice, source: "automation", ip_address: None, user_agent: None }
+}
+
+/// A `contact_update` step: sets the given fields (a new property is declared, typed by its
+/// value), records consent when `unsubscribed` changes, emits `contact.updated`, and starts the
+/// `svc:segment.entered` runs of segments the contact enters.
+async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &ContactChange) -> Result<(), StepError> {
+    let watch = SegmentWatch::before(tx, contact.team_id, Some(contact.id)).await?;
+    let declared: Vec<String> = contacts::properties(tx, contact.team_id).await?.into_iter().map(|p| p.key).collect();
+    let new: Vec<(String, &'static str)> = change
+        .properties
+        .iter()
+        .filter(|(key, value)| !declared.contains(key) && !value.is_null())
+        .filter_map(|(key, value)| Some((key.clone(), schema::model::property_kind(value)?)))
+        .collect();
+    contacts::declare(tx, contact.team_id, &new).await?;
+    let mut properties = contact.properties.as_object().cloned().unwrap_or_default();
+    for (key, value) in &change.properties {
+        if value.is_null() {
+            properties.remove(key);
+        } else {
+            properties.insert(key.clone(), value.clone());
+        }
+    }
+    let unsubscribed = change.unsubscribed.unwrap_or(contact.unsubscribed);
+    let fields = ContactFields {
+        email: contact.email.clone(),
+        first_name: change.first_name.clone().unwrap_or(contact.first_name.clone()),
+        last_name: change.last_name.clone().unwrap_or(contact.last_name.clone()),
+        unsubscribed,
+        properties: Value::Object(properties),
+    };
+    let after = contacts::update(tx, contact.id, &fields).await?;
+    if unsubscribed != contact.unsubscribed {
+        contacts::record_consent(tx, &consent(contact, None, if unsubscribed { "unsubscribed" } else { "subscribed" })).await?;
+    }
+    if let Some(watch) = watch {
+        watch.enrol_entered(tx, contact.id).await?;
+    }
+    events::emit(tx, &[NewEvent { team_id: contact.team_id, event_type: "contact.updated", data: after.event_data(), email_id: None }]).await?;
+    Ok(())
+}
+
+/// Emits an `automation.run.*` event in the step's transaction.
+async fn emit_run(tx: &mut PgConnection, run: &Run, event_type: &'static str, error: Option<&str>, completed_at: Option<chrono::DateTime<Utc>>) -> sqlx::Result<()> {
+    let status = match event_type {
+        "automation.run.completed" => "completed",
+        "automation.run.failed" => "failed",
+        _ => "running",
+    };
+    let data = run.event_data(status, error, completed_at);
+    events::emit(tx, &[NewEvent { team_id: run.team_id, event_type, data, email_id: None }]).await
+}

@@ -1,0 +1,396 @@
+//! Automations, their immutable versions, and runs: enrolment by built-in triggers, the
+//! executor's claim and progress writes, and what the run routes read.
+
+use crate::page::{Page, PageRequest};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sqlx::{PgConnection, QueryBuilder};
+use uuid::Uuid;
+
+/// A live automation with its current version.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Automation {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub name: String,
+    pub status: String,
+    pub current_version: i32,
+    pub trigger_event: String,
+    pub steps: Value,
+    pub connections: Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const SELECT: &str = "SELECT a.id, a.team_id, a.name, a.status, a.current_version, a.trigger_event, v.steps, v.connections, a.created_at, a.updated_at
+     FROM automations a JOIN automation_versions v ON v.automation_id = a.id AND v.version = a.current_version
+     WHERE a.deleted_at IS NULL AND a.team_id = ";
+
+/// A version's trigger, as enrolment reads it.
+#[derive(Debug, Clone)]
+pub struct Trigger {
+    pub event_name: String,
+    pub segment_id: Option<Uuid>,
+    pub topic_id: Option<Uuid>,
+}
+
+/// Inserts an automation and its version 1.
+pub async fn insert(conn: &mut PgConnection, team_id: Uuid, name: &str, status: &str, trigger: &Trigger, steps: &Value, connections: &Value) -> sqlx::Result<Uuid> {
+    let id = crate::ids::new_id();
+    sqlx::query(
+        "WITH a AS (
+             INSERT INTO automations (id, team_id, name, status, current_version, trigger_event, trigger_segment_id, trigger_topic_id)
+             VALUES ($1, $2, $3, $4, 1, $5, $6, $7) RETURNING id
+         )
+         INSERT INTO automation_versions (automation_id, version, steps, connections) SELECT id, 1, $8, $9 FROM a",
+    )
+    .bind(id)
+    .bind(team_id)
+    .bind(name)
+    .bind(status)
+    .bind(&trigger.event_name)
+    .bind(trigger.segment_id)
+    .bind(trigger.topic_id)
+    .bind(steps)
+    .bind(connections)
+    .execute(conn)
+    .await?;
+    Ok(id)
+}
+
+/// One live automation of the team, locked for a change when `lock`.
+pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid, lock: bool) -> sqlx::Result<Option<Automation>> {
+    let mut query = QueryBuilder::new(SELECT);
+    query.push_bind(team_id).push(" AND a.id = ").push_bind(id);
+    if lock {
+        query.push(" FOR UPDATE OF a");
+    }
+    query.build_query_as().fetch_optional(conn).await
+}
+
+/// The team's live automations, newest first, optionally of one status.
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, status: Option<&str>) -> sqlx::Result<Page<Automation>> {
+    let mut query = QueryBuilder::new(SELECT);
+    query.push_bind(team_id);
+    if let Some(status) = status {
+        query.push(" AND a.status = ").push_bind(status.to_string());
+    }
+    page.push_to(&mut query, "a.id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// Changes the name and status; with a graph, writes the next version and makes it current.
+pub async fn update(
+    conn: &mut PgConnection,
+    automation: &Automation,
+    name: Option<&str>,
+    status: Option<&str>,
+    graph: Option<(&Trigger, &Value, &Value)>,
+) -> sqlx::Result<i32> {
+    let version = automation.current_version + i32::from(graph.is_some());
+    if let Some((_, steps, connections)) = graph {
+        sqlx::query("INSERT INTO automation_versions (automation_id, version, steps, connections) VALUES ($1, $2, $3, $4)")
+            .bind(automation.id)
+            .bind(version)
+            .bind(steps)
+            .bind(connections)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let trigger = graph.map(|(t, _, _)| t);
+    sqlx::query(
+        "UPDATE automations SET name = COALESCE($2, name), status = COALESCE($3, status), current_version = $4,
+                trigger_event = COALESCE($5, trigger_event),
+                trigger_segment_id = CASE WHEN $6 THEN $7 ELSE trigger_segment_id END,
+                trigger_topic_id = CASE WHEN $6 THEN $8 ELSE trigger_topic_id END,
+                updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(automation.id)
+    .bind(name)
+    .bind(status)
+    .bind(version)
+    .bind(trigger.map(|t| t.event_name.clone()))
+    .bind(trigger.is_some())
+    .bind(trigger.and_then(|t| t.segment_id))
+    .bind(trigger.and_then(|t| t.topic_id))
+    .execute(conn)
+    .await?;
+    Ok(version)
+}
+
+/// Disables an automation (and deletes it when `delete`) and cancels its running runs.
+pub async fn stop(conn: &mut PgConnection, id: Uuid, delete: bool) -> sqlx::Result<u64> {
+    sqlx::query("UPDATE automations SET status = 'disabled', deleted_at = CASE WHEN $2 THEN now() ELSE deleted_at END, updated_at = now() WHERE id = $1")
+        .bind(id)
+        .bind(delete)
+        .execute(&mut *conn)
+        .await?;
+    let cancelled = sqlx::query(
+        "UPDATE automation_runs SET status = 'cancelled', step = NULL, completed_at = now(), updated_at = now()
+         WHERE automation_id = $1 AND status = 'running'",
+    )
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(cancelled.rows_affected())
+}
+
+/// One version of an automation (stored as sent).
+pub async fn version(conn: &mut PgConnection, automation_id: Uuid, version: i32) -> sqlx::Result<Option<(Value, Value)>> {
+    sqlx::query_as("SELECT steps, connections FROM automation_versions WHERE automation_id = $1 AND version = $2")
+        .bind(automation_id)
+        .bind(version)
+        .fetch_optional(conn)
+        .await
+}
+
+/// A run as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Run {
+    pub id: Uuid,
+    pub team_id: Uuid,
+    pub automation_id: Uuid,
+    pub version: i32,
+    pub contact_id: Uuid,
+    pub trigger_event: String,
+    pub event_id: Option<Uuid>,
+    pub event_data: Value,
+    pub status: String,
+    pub step: Option<String>,
+    pub due_at: DateTime<Utc>,
+    pub attempts: i32,
+    pub error: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+}
+
+const RUN_COLUMNS: &str =
+    "id, team_id, automation_id, version, contact_id, trigger_event, event_id, event_data, status, step, due_at, attempts, error, created_at, completed_at";
+
+impl Run {
+    /// The `data` of `automation.run.*` events.
+    pub fn event_data(&self, status: &str, error: Option<&str>, completed_at: Option<DateTime<Utc>>) -> Value {
+        serde_json::json!({
+            "id": self.id,
+            "object": "automation_run",
+            "automation_id": self.automation_id,
+            "version": self.version,
+            "contact_id": self.contact_id,
+            "trigger": self.trigger_event,
+            "event_id": self.event_id,
+            "status": status,
+            "error": error,
+            "created_at": self.created_at,
+            "completed_at": completed_at,
+        })
+    }
+}
+
+/// A page of an automation's runs, newest first, optionally of some statuses.
+pub async fn runs(conn: &mut PgConnection, automation_id: Uuid, page: &PageRequest, statuses: &[String]) -> sqlx::Result<Page<Run>> {
+    let mut query = QueryBuilder::new(format!("SELECT {RUN_COLUMNS} FROM automation_runs WHERE automation_id = "));
+    query.push_bind(automation_id);
+    if !statuses.is_empty() {
+        query.push(" AND status = ANY(").push_bind(statuses.to_vec()).push(")");
+    }
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
+/// One run of an automation.
+pub async fn run(conn: &mut PgConnection, automation_id: Uuid, run_id: Uuid) -> sqlx::Result<Option<Run>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM automation_runs WHERE automation_id = $1 AND id = $2")))
+        .bind(automation_id)
+        .bind(run_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// What one executed step recorded.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct StepRecord {
+    pub key: String,
+    pub status: String,
+    pub started_at: DateTime<Utc>,
+    pub completed_at: Option<DateTime<Utc>>,
+    pub outcome: Value,
+}
+
+/// The steps a run has executed (or is waiting in).
+pub async fn step_records(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result<Vec<StepRecord>> {
+    sqlx::query_as("SELECT key, status, started_at, completed_at, outcome FROM automation_run_steps WHERE run_id = $1")
+        .bind(run_id)
+        .fetch_all(conn)
+        .await
+}
+
+/// Claims one due running run for this transaction (skipping those another executor holds).
+pub async fn claim_due(conn: &mut PgConnection) -> sqlx::Result<Option<Run>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {RUN_COLUMNS} FROM automation_runs WHERE status = 'running' AND due_at <= now()
+         ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+    )))
+    .fetch_optional(conn)
+    .await
+}
+
+/// Locks one run by id for this transaction, waiting for another executor's step to end.
+pub async fn lock(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Run>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT {RUN_COLUMNS} FROM automation_runs WHERE id = $1 FOR UPDATE")))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Whether any run is due now (the executor's idle probe).
+pub async fn any_due(conn: &mut PgConnection) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM automation_runs WHERE status = 'running' AND due_at <= now())")
+        .fetch_one(conn)
+        .await
+}
+
+/// Records what a step did (a delay's second visit completes its waiting record).
+pub async fn record_step(conn: &mut PgConnection, run_id: Uuid, key: &str, status: &str, outcome: &Value, completed: bool) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
+         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
+         ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
+                                                 completed_at = excluded.completed_at",
+    )
+    .bind(run_id)
+    .bind(key)
+    .bind(status)
+    .bind(outcome)
+    .bind(completed)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Moves a running run to `step` at `due_at`.
+pub async fn advance(conn: &mut PgConnection, run_id: Uuid, step: &str, due_at: DateTime<Utc>) -> sqlx::Result<()> {
+    sqlx::query("UPDATE automation_runs SET step = $2, due_at = $3, attempts = 0, updated_at = now() WHERE id = $1")
+        .bind(run_id)
+        .bind(step)
+        .bind(due_at)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// Ends a run `completed` or `failed` (with the reason); answers when.
+pub async fn finish(conn: &mut PgConnection, run_id: Uuid, status: &str, error: Option<&str>) -> sqlx::Result<DateTime<Utc>> {
+    sqlx::query_scalar(
+        "UPDATE automation_runs SET status = $2, error = $3, step = NULL, completed_at = now(), updated_at = now() WHERE id = $1 RETURNING completed_at",
+    )
+    .bind(run_id)
+    .bind(status)
+    .bind(error)
+    .fetch_one(conn)
+    .await
+}
+
+/// After a failed attempt at a step: counts it and sets when to try again.
+pub async fn retry_at(conn: &mut PgConnection, run_id: Uuid, due_at: DateTime<Utc>) -> sqlx::Result<i32> {
+    sqlx::query_scalar("UPDATE automation_runs SET attempts = attempts + 1, due_at = $2, updated_at = now() WHERE id = $1 RETURNING attempts")
+        .bind(run_id)
+        .bind(due_at)
+        .fetch_one(conn)
+        .await
+}
+
+/// Starts one run of every enabled automation of the team that `trigger` names, for each
+/// contact, with the trigger's `data`. `segment_id` and `topic_id` are what the trigger is
+/// about (an automation that names one enrols only for it). Answers how many started.
+pub async fn enrol(
+    conn: &mut PgConnection,
+    team_id: Uuid,
+    trigger: &str,
+    contact_ids: &[Uuid],
+    data: &Value,
+    segment_id: Option<Uuid>,
+    topic_id: Option<Uuid>,
+) -> sqlx::Result<u64> {
+    if contact_ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "INSERT INTO automation_runs (id, team_id, automation_id, version, contact_id, trigger_event, event_data)
+         SELECT herald_uuid_v7(), a.team_id, a.id, a.current_version, c, a.trigger_event, $4
+         FROM automations a CROSS JOIN unnest($3::uuid[]) AS c
+         WHERE a.team_id = $1 AND a.trigger_event = $2 AND a.status = 'enabled' AND a.deleted_at IS NULL
+           AND (a.trigger_segment_id IS NULL OR a.trigger_segment_id = $5)
+           AND (a.trigger_topic_id IS NULL OR a.trigger_topic_id = $6)",
+    )
+    .bind(team_id)
+    .bind(trigger)
+    .bind(contact_ids)
+    .bind(data)
+    .bind(segment_id)
+    .bind(topic_id)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// The segments that enabled `svc:segment.entered` automations of the team watch.
+pub async fn watched_segments(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT trigger_segment_id FROM automations
+         WHERE team_id = $1 AND trigger_event = 'svc:segment.entered' AND status = 'enabled' AND deleted_at IS NULL AND trigger_segment_id IS NOT NULL",
+    )
+    .bind(team_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Whether the team has an enabled automation on `trigger` (cheap: the trigger index).
+pub async fn any_on(conn: &mut PgConnection, team_id: Uuid, trigger: &str) -> sqlx::Result<bool> {
+    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM automations WHERE team_id = $1 AND trigger_event = $2 AND status = 'enabled' AND deleted_at IS NULL)")
+        .bind(team_id)
+        .bind(trigger)
+        .fetch_one(conn)
+        .await
+}
+
+/// `svc:segment.entered` around a change to one contact: which watched segments held it
+/// before, so that [`SegmentWatch::enrol_entered`] can start runs for the ones it entered. Only
+/// the segments an enabled automation watches are evaluated, and none when no automation
+/// watches any (one indexed read).
+pub struct SegmentWatch {
+    team_id: Uuid,
+    memberships: Vec<super::segments::Membership>,
+    before: Vec<Uuid>,
+}
+
+impl SegmentWatch {
+    /// Reads the watched segments and which of them hold the contact now (`None`: a contact
+    /// about to be created). `None` when nothing watches.
+    pub async fn before(conn: &mut PgConnection, team_id: Uuid, contact_id: Option<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
+        let watched = watched_segments(conn, team_id).await?;
+        if watched.is_empty() {
+            return Ok(None);
+        }
+        let segments = super::segments::by_ids(conn, team_id, &watched).await?;
+        let memberships = super::segments::memberships(conn, &segments).await?;
+        let before = match contact_id {
+            Some(id) => super::segments::holding(conn, id, &memberships).await?,
+            None => Vec::new(),
+        };
+        Ok(Some(SegmentWatch { team_id, memberships, before }))
+    }
+
+    /// After the change: starts runs for each watched segment the contact has entered.
+    pub async fn enrol_entered(self, conn: &mut PgConnection, contact_id: Uuid) -> sqlx::Result<u64> {
+        let after = super::segments::holding(conn, contact_id, &self.memberships).await?;
+        let mut started = 0;
+        for segment_id in after.into_iter().filter(|s| !self.before.contains(s)) {
+            let data = serde_json::json!({ "contact_id": contact_id, "segment_id": segment_id });
+            started += enrol(conn, self.team_id, "svc:segment.entered", &[contact_id], &data, Some(segment_id), None).await?;
+        }
+        Ok(started)
+    }
+}
