@@ -325,7 +325,7 @@ impl Executor {
         let fallbacks = contacts::properties(tx, run.team_id).await?.into_iter().filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?))).collect();
         let link_key = self
             .link_key
-            .get_or_try_init(|| async { schema::store::keys::get(&mut *self.pool.acquire().await?, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
+            .get_or_try_init(|| async { schema::store::keys::get(tx, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
             .await?;
         let return_path = format!("{}.{}", domain.custom_return_path, domain.name);
         let links = contact_links(link_key, &self.settings.public_url, contact.id, None, &return_path);

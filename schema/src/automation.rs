@@ -235,7 +235,7 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
             problems.push((format!("connections[{i}]"), format!("names `{missing}`, which is not a step")));
             continue;
         };
-        if f == usize::MAX || t == usize::MAX {
+        if f == usize::MAX {
             broken = true;
             continue;
         }
@@ -247,6 +247,10 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
         }
         if !is_condition && branch != Branch::Default {
             problems.push((from.clone(), format!("only a condition has `{}` connections", branch.name())));
+            continue;
+        }
+        if t == usize::MAX {
+            broken = true;
             continue;
         }
         if parsed[t].kind == "trigger" {
@@ -297,6 +301,20 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
     } else {
         Err(problems)
     }
+}
+
+/// The steps whose own settings parse (whatever the graph's shape), so that a refused graph's
+/// references can be checked in the same answer.
+pub fn steps(steps: &[Value]) -> Vec<Step> {
+    steps
+        .iter()
+        .filter_map(|raw| {
+            let key = raw.get("key").and_then(Value::as_str)?.to_string();
+            let kind = raw.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+            let action = action(&kind, raw.get("config").unwrap_or(&Value::Null), None).ok()?;
+            Some(Step { key, kind, action })
+        })
+        .collect()
 }
 
 /// The steps that lie on a cycle (three-colour depth-first search).

@@ -398,11 +398,16 @@ async fn check_graph(conn: &mut sqlx::PgConnection, team_id: Uuid, steps: Vec<St
         .into_iter()
         .map(|c| json!({ "from": c.from, "to": c.to, "type": c.kind.map_or_else(|| "default".to_string(), Choice::into_string) }))
         .collect();
-    let graph = automation::parse(&steps, &connections, Some(Utc::now())).map_err(graph_error)?;
-    let problems = check_references(conn, team_id, &graph).await?;
-    if !problems.is_empty() {
-        return Err(graph_error(problems));
-    }
+    let parsed = automation::parse(&steps, &connections, Some(Utc::now()));
+    let (mut problems, references) = match &parsed {
+        Ok(graph) => (Vec::new(), check_references(conn, team_id, &graph.steps).await?),
+        Err(problems) => (problems.clone(), check_references(conn, team_id, &automation::steps(&steps)).await?),
+    };
+    problems.extend(references);
+    let graph = match parsed {
+        Ok(graph) if problems.is_empty() => graph,
+        _ => return Err(graph_error(problems)),
+    };
     let Action::Trigger { event_name, segment_id, topic_id } = graph.trigger().action.clone() else { unreachable!("the trigger is a trigger") };
     Ok((Trigger { event_name, segment_id, topic_id }, Value::Array(steps), Value::Array(connections)))
 }
@@ -426,10 +431,9 @@ fn graph_error(problems: Vec<Problem>) -> ApiError {
 /// The references of a graph that do not resolve on the team: published templates (with a
 /// sender), segments, topics, declared properties in conditions and typed values in contact
 /// updates, and the trigger's custom event.
-async fn check_references(conn: &mut sqlx::PgConnection, team_id: Uuid, graph: &Graph) -> ApiResult<Vec<Problem>> {
+async fn check_references(conn: &mut sqlx::PgConnection, team_id: Uuid, steps: &[automation::Step]) -> ApiResult<Vec<Problem>> {
     let mut problems = Vec::new();
-    let template_keys: Vec<String> = graph
-        .steps
+    let template_keys: Vec<String> = steps
         .iter()
         .filter_map(|s| match &s.action {
             Action::SendEmail { template, .. } => Some(template.clone()),
@@ -439,7 +443,7 @@ async fn check_references(conn: &mut sqlx::PgConnection, team_id: Uuid, graph: &
     let sendable = if template_keys.is_empty() { Vec::new() } else { templates::for_send(conn, team_id, &template_keys).await? };
     let mut segment_ids = Vec::new();
     let mut topic_ids = Vec::new();
-    for step in &graph.steps {
+    for step in steps {
         match &step.action {
             Action::AddToSegment(id) => segment_ids.push(*id),
             Action::Trigger { segment_id, topic_id, .. } => {
@@ -453,7 +457,7 @@ async fn check_references(conn: &mut sqlx::PgConnection, team_id: Uuid, graph: &
     let live_segments = segments::live_ids(conn, team_id, &segment_ids).await?;
     let live_topics = topics::live_ids(conn, team_id, &topic_ids).await?;
     let properties: BTreeMap<String, String> = contacts::properties(conn, team_id).await?.into_iter().map(|p| (p.key, p.kind)).collect();
-    for step in &graph.steps {
+    for step in steps {
         let key = step.key.clone();
         match &step.action {
             Action::Trigger { event_name, segment_id, topic_id } => {
