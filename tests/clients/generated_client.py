@@ -290,6 +290,18 @@ def create_resources(client, raw, gen, from_domain):
         "segment_id": segment["id"], "html": "<p>Hi {{{FIRST_NAME|there}}}</p>",
     }), 201, "create broadcast")
     ids["broadcast_id"] = broadcast["id"]
+    event_name = f"gen.{run}"
+    expect(raw.post("/events", json={"name": event_name, "schema": {"plan": "string"}}), 201, "define event")
+    ids["id_or_name"] = event_name
+    automation = expect(raw.post("/automations", json={
+        "name": f"gen {run}", "status": "enabled",
+        "steps": [{"key": "start", "type": "trigger", "config": {"event_name": event_name}},
+                  {"key": "wait", "type": "delay", "config": {"duration": "1 day"}}],
+        "connections": [{"from": "start", "to": "wait"}],
+    }), 201, "create automation")
+    ids["automation_id"] = automation["id"]
+    fired = expect(raw.post("/events/send", json={"event": event_name, "contact_id": contact["id"], "payload": {"plan": "pro"}}), 202, "send event")
+    ids["run_id"] = fired["runs"][0]["id"]
 
     event = poll("a webhook event", lambda: expect(raw.get(f"/webhooks/{ids['webhook_id']}/events"), 200, "events")["data"])
     ids["event_id"] = event[0]["id"]
@@ -363,7 +375,7 @@ def free_form_models(spec, models):
             if model is not None:
                 model._herald_free_form = True
     for module in models.__dict__.values():
-        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0")):
+        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0", "Config", "OutcomeType0", "SchemaType0")):
             module._herald_free_form = True
 
 

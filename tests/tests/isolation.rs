@@ -29,7 +29,7 @@ use uuid::Uuid;
 const WAIT: Duration = Duration::from_secs(20);
 
 /// Parameters that accept another field of the listed item besides its id; team B tries each.
-const OTHER_FORMS: &[(&str, &str)] = &[("contact", "email"), ("suppression", "email"), ("template_id", "alias")];
+const OTHER_FORMS: &[(&str, &str)] = &[("contact", "email"), ("suppression", "email"), ("template_id", "alias"), ("id_or_name", "name")];
 
 /// Path parameters that are no id but a number under the id before them (a template's version
 /// number): only the id is swapped for the other team's.
@@ -161,7 +161,15 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
         "topics": [{ "id": topic["id"], "subscription": "opt_in" }],
         "segments": [{ "id": segment["id"] }],
     });
-    created(app, team, "/contacts", contact).await;
+    let contact = created(app, team, "/contacts", contact).await;
+    // A custom event, an automation it triggers, and one run parked on its delay.
+    created(app, team, "/events", json!({ "name": format!("probe.{}", team.label) })).await;
+    let automation = json!({ "name": "Probe flow", "status": "enabled",
+        "steps": [{ "key": "start", "type": "trigger", "config": { "event_name": format!("probe.{}", team.label) } },
+                  { "key": "wait", "type": "delay", "config": { "duration": "1 day" } }],
+        "connections": [{ "from": "start", "to": "wait" }] });
+    created(app, team, "/automations", automation).await;
+    created(app, team, "/events/send", json!({ "event": format!("probe.{}", team.label), "contact_id": contact["id"] })).await;
     created(app, team, "/suppressions", json!({ "email": format!("gone@{}.example", team.label) })).await;
     let saved = created(app, team, "/saved-blocks", json!({ "name": "Footer", "content": { "type": "text", "text": "Bye" } })).await;
     let document = json!({ "kind": "svc.blocks", "version": 1, "lang": "en", "sections": [{ "columns": [{ "blocks": [
