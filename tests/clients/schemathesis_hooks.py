@@ -134,6 +134,22 @@ EXCLUSIONS = [
         "live segment, a body) and the content checks: all of it depends on the team's state",
     ),
     (
+        "ST202", r"^(POST|PATCH) /automations", None,
+        r"graph has problems|`name`|`status`|`steps`|`connections`",
+        "an automation's graph is checked whole by the handler: one trigger, every step reachable, "
+        "no cycles, the edge rules, each step type's settings, and references to the team's own "
+        "templates, segments, topics, properties and custom events; a name holds a non-space "
+        "character; `steps` and `connections` go together on an update",
+    ),
+    (
+        "ST202", r"^(POST|PATCH) /events", None,
+        r"`name`|`schema|`contact_id`|`payload|The payload|The schema",
+        "an event name follows document A's rules (lower-case letters, digits, `.`, `_`, `-`, a "
+        "letter first, not UUID-shaped, `svc:` reserved, free among the team's live definitions); "
+        "a send names exactly one of `contact_id` and `email`, and its payload must match the "
+        "definition's schema and fit in 16 KB of JSON",
+    ),
+    (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",
         "the spec answers `ai_assist_enabled: true` with 503 service_unavailable until AI assist "
         "is configured; `false` always works",

@@ -322,7 +322,7 @@ impl AutomationsApi {
         /// Return items before (newer than) this id.
         before: Query<Option<IdText>>,
         /// A comma-separated list of `running`, `completed`, `failed`, `cancelled`; any other
-        /// member is `422 invalid_parameter` naming it.
+        /// member is `422 invalid_parameter` naming it. Empty: every status.
         status: Query<Option<String>>,
     ) -> ApiResult<Json<RunList>> {
         let page = page_request(limit.0, after.0, before.0)?;
@@ -373,7 +373,7 @@ fn check_status(status: Option<Choice<AutomationStatus>>) -> ApiResult<Option<&'
 }
 
 fn run_statuses(raw: Option<&str>) -> ApiResult<Vec<String>> {
-    let Some(raw) = raw else { return Ok(Vec::new()) };
+    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else { return Ok(Vec::new()) };
     raw.split(',')
         .map(str::trim)
         .map(|member| {
