@@ -309,6 +309,7 @@ impl AutomationsApi {
 
     /// List an automation's runs, newest first.
     #[oai(path = "/automations/:automation_id/runs", method = "get", operation_id = "list-automation-runs")]
+    #[allow(clippy::too_many_arguments)]
     async fn runs(
         &self,
         state: Data<&AppState>,
