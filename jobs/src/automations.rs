@@ -139,16 +139,32 @@ enum Flow {
 }
 
 impl Executor {
-    /// Claims and executes one due step; `false` when none was due.
+    /// Claims one due run and executes its steps while they are due, each in its own
+    /// transaction; `false` when none was due.
     async fn step_once(&self) -> anyhow::Result<bool> {
         let mut tx = self.pool.begin().await?;
         let Some(run) = automations::claim_due(&mut tx).await? else { return Ok(false) };
+        let mut next = self.step(tx, run).await?;
+        // The run's next step, when due at once, is taken by id rather than by another claim.
+        while let Some(id) = next {
+            let mut tx = self.pool.begin().await?;
+            match automations::lock(&mut tx, id).await? {
+                Some(run) if run.status == "running" && run.due_at <= Utc::now() => next = self.step(tx, run).await?,
+                _ => break,
+            }
+        }
+        Ok(true)
+    }
+
+    /// Executes the run's current step in `tx`; answers the run's id when its next step is due
+    /// now.
+    async fn step(&self, mut tx: sqlx::Transaction<'static, sqlx::Postgres>, run: Run) -> anyhow::Result<Option<Uuid>> {
         let graph = match self.graphs.get(&mut tx, run.automation_id, run.version).await {
             Ok(graph) => graph,
             Err(error) => {
                 drop(tx);
                 self.failed_attempt(&run, None, StepError::Retry(error)).await?;
-                return Ok(true);
+                return Ok(None);
             }
         };
         let step = match &run.step {
@@ -158,15 +174,19 @@ impl Executor {
                 None => {
                     drop(tx);
                     self.failed_attempt(&run, None, StepError::Fail(format!("the version has no step `{key}`"))).await?;
-                    return Ok(true);
+                    return Ok(None);
                 }
             },
         };
         match self.execute(&mut tx, &run, step).await {
             Ok(flow) => {
+                let mut due_now = false;
                 match flow {
                     Flow::Next(branch) => match graph.next(&step.key, branch) {
-                        Some(next) => automations::advance(&mut tx, run.id, &next.key, Utc::now()).await?,
+                        Some(next) => {
+                            automations::advance(&mut tx, run.id, &next.key, Utc::now()).await?;
+                            due_now = true;
+                        }
                         None => {
                             let at = automations::finish(&mut tx, run.id, "completed", None).await?;
                             emit_run(&mut tx, &run, "automation.run.completed", None, Some(at)).await?;
@@ -175,13 +195,14 @@ impl Executor {
                     Flow::Park(until) => automations::advance(&mut tx, run.id, &step.key, until).await?,
                 }
                 tx.commit().await?;
+                Ok(due_now.then_some(run.id))
             }
             Err(error) => {
                 drop(tx);
                 self.failed_attempt(&run, Some(&step.key), error).await?;
+                Ok(None)
             }
         }
-        Ok(true)
     }
 
     /// After a step's transaction rolled back: a permanent failure (or the last attempt) fails
