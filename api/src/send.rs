@@ -569,18 +569,15 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
     }
     let region = domain.region.as_str().to_string();
     // The development sender's mail stays in the local outbox, so the sandbox has nothing to guard.
-    if facts.sandbox_regions.contains(&region) && !domain.development {
-        let allowed = |mailbox: &Mailbox| {
-            mailbox.is_simulator()
-                || facts.verified_domains.iter().any(|d| mailbox.domain() == d || mailbox.domain().ends_with(&format!(".{d}")))
-        };
-        if let Some((_, _, refused)) = send.recipients.iter().find(|(_, _, mailbox)| !allowed(mailbox)) {
-            return Err(ApiError::not_allowed(format!(
-                "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
-                refused.address
-            ))
-            .with_details(json!({ "recipient": refused.address, "region": region, "allowed": ["verified_domain", "simulator"] })));
-        }
+    if facts.sandbox_regions.contains(&region)
+        && !domain.development
+        && let Some((_, _, refused)) = send.recipients.iter().find(|(_, _, mailbox)| !schema::email::sandbox_allows(mailbox, &facts.verified_domains))
+    {
+        return Err(ApiError::not_allowed(format!(
+            "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
+            refused.address
+        ))
+        .with_details(json!({ "recipient": refused.address, "region": region, "allowed": ["verified_domain", "simulator"] })));
     }
     let mut attachments = Vec::with_capacity(send.attachments.len());
     for (i, pending) in send.attachments.into_iter().enumerate() {
@@ -652,16 +649,7 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail
         } else if !email.all_suppressed() {
             jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
         }
-        for recipient in &email.recipients {
-            let Some(origin) = &recipient.suppressed else { continue };
-            let extra = json!({
-                "reason": "OnSuppressionList",
-                "type": origin,
-                "message": "The address is on the team's suppression list; the email was not sent to it.",
-                "diagnosticCode": [],
-            });
-            new_events.push(event(email, "email.suppressed", email.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)))));
-        }
+        new_events.extend(email.suppressed_events());
     }
     events::emit(conn, &new_events).await?;
     schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;

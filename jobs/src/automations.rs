@@ -4,7 +4,7 @@
 //! progress, so a restarted worker repeats no step that committed and skips none that did not.
 //! A delay moves the run's `due_at` and lets it go; a probe wakes idle tasks when runs fall due.
 
-use crate::broadcasts::{contact_links, fallback_text};
+use crate::broadcasts::{contact_links, property_fallbacks, template_defaults};
 use chrono::{TimeDelta, Utc};
 use render::{Compiled, Mode};
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
@@ -322,8 +322,7 @@ impl Executor {
             return Err(StepError::Fail(format!("{} is not a verified sending domain of the team", from.domain())));
         };
         let region = domain.region.as_str().to_string();
-        let allowed = recipient.is_simulator() || facts.verified_domains.iter().any(|d| recipient.domain() == d || recipient.domain().ends_with(&format!(".{d}")));
-        if facts.sandbox_regions.contains(&region) && !domain.development && !allowed {
+        if facts.sandbox_regions.contains(&region) && !domain.development && !schema::email::sandbox_allows(&recipient, &facts.verified_domains) {
             return Err(StepError::Fail(format!("the team's {region} region is in the sending sandbox and {} is outside it", contact.email)));
         }
         let suppressed = facts.suppressed.iter().find(|(email, _)| *email == recipient.key()).map(|(_, origin)| origin.clone());
@@ -336,14 +335,9 @@ impl Executor {
             }
             None => compiled,
         };
-        let mut variables = Map::new();
-        for variable in template.variables.as_ref().and_then(Value::as_array).into_iter().flatten() {
-            if let (Some(key), Some(fallback)) = (variable["key"].as_str(), variable.get("fallback_value").filter(|f| !f.is_null())) {
-                variables.insert(key.to_string(), fallback.clone());
-            }
-        }
+        let mut variables = template_defaults(template.variables.as_ref());
         variables.extend(mail.variables.clone());
-        let fallbacks = contacts::properties(tx, run.team_id).await?.into_iter().filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?))).collect();
+        let fallbacks = property_fallbacks(tx, run.team_id).await?;
         let link_key = self
             .link_key
             .get_or_try_init(|| async { schema::store::keys::get(tx, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
@@ -399,15 +393,8 @@ impl Executor {
             let which = if used.over_daily() { "daily" } else { "monthly" };
             return Err(StepError::Fail(format!("the team's {which} sending quota is used up")));
         }
-        if let Some(origin) = &email.recipients[0].suppressed {
-            let extra = json!({
-                "reason": "OnSuppressionList",
-                "type": origin,
-                "message": "The address is on the team's suppression list; the email was not sent to it.",
-                "diagnosticCode": [],
-            });
-            let data = email.event_data(&[email.recipients[0].email.as_str()], Some(("suppressed", extra)));
-            events::emit(tx, &[NewEvent { team_id: run.team_id, event_type: "email.suppressed", data, email_id: Some(id) }]).await?;
+        if email.all_suppressed() {
+            events::emit(tx, &email.suppressed_events()).await?;
         } else {
             schema::jobs::enqueue(tx, &Deliver { email_id: id }).await?;
         }

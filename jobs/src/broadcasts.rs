@@ -207,11 +207,7 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
             let Some(t) = sendable.into_iter().next().filter(|t| t.version.is_some()) else {
                 return Ok(Err("the template has no published version".into()));
             };
-            for variable in t.variables.as_ref().and_then(Value::as_array).into_iter().flatten() {
-                if let (Some(key), Some(fallback)) = (variable["key"].as_str(), variable.get("fallback_value").filter(|f| !f.is_null())) {
-                    variables.insert(key.to_string(), fallback.clone());
-                }
-            }
+            variables = template_defaults(t.variables.as_ref());
             // The broadcast's own subject line (required on every broadcast) over the template's
             // bodies.
             let subject = Compiled::from_parts(Some(&broadcast.subject), None, None)
@@ -227,11 +223,7 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
     };
     // A body with an unsubscribe or preferences link of its own gets no footer.
     let compiled = if has_unsubscribe(&compiled) { compiled } else { with_footer(&compiled, &address)? };
-    let fallbacks = contacts::properties(conn, broadcast.team_id)
-        .await?
-        .into_iter()
-        .filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?)))
-        .collect();
+    let fallbacks = property_fallbacks(conn, broadcast.team_id).await?;
     Ok(Ok(Prepared {
         membership,
         compiled,
@@ -247,7 +239,22 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
     }))
 }
 
-pub(crate) fn fallback_text(value: &Value) -> Option<String> {
+/// A template's declared variables that have a fallback, as the values a send starts from.
+pub(crate) fn template_defaults(declared: Option<&Value>) -> Map<String, Value> {
+    declared
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| Some((v["key"].as_str()?.to_string(), v.get("fallback_value").filter(|f| !f.is_null())?.clone())))
+        .collect()
+}
+
+/// The team's property fallbacks as text, for `{{{PROPERTY}}}` merge tags.
+pub(crate) async fn property_fallbacks(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<HashMap<String, String>> {
+    Ok(contacts::properties(conn, team_id).await?.into_iter().filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?))).collect())
+}
+
+fn fallback_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
         Value::Null => None,

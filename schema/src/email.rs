@@ -71,6 +71,12 @@ impl Mailbox {
     }
 }
 
+/// Whether a region in the sending sandbox delivers to `recipient`: the mailbox simulator and
+/// the team's verified domains (and their subdomains) only.
+pub fn sandbox_allows(recipient: &Mailbox, verified_domains: &[String]) -> bool {
+    recipient.is_simulator() || verified_domains.iter().any(|d| recipient.domain() == d || recipient.domain().ends_with(&format!(".{d}")))
+}
+
 /// A bare address: a dot-atom local part and a domain with at least two labels.
 fn parse_address(raw: &str) -> Result<String, String> {
     let invalid = || format!("`{raw}` is not a valid email address");

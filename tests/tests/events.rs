@@ -168,3 +168,40 @@ async fn each_enabled_automation_the_event_triggers_gets_exactly_one_run_in_the_
     let read = app.request_as(&sending_key, reqwest::Method::GET, "/events").send().await.unwrap();
     assert_eq!(read.status(), 401);
 }
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_string_in_any_event_or_automation_input_is_refused_and_changes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    define(&app, "held", Value::Null).await;
+    let contact_id = contact(&app, "nul@example.com").await;
+    let big = "x".repeat(10 * 1024 * 1024);
+    let four_xx = |status: u16, body: &Value| assert!((400..500).contains(&status), "{status} {body}");
+    for value in [json!("a\u{0}b"), json!(big)] {
+        let bodies = [
+            ("/events", json!({ "name": value })),
+            ("/events", json!({ "name": "fine", "schema": { value.as_str().unwrap(): "string" } })),
+            ("/events/send", json!({ "event": value, "contact_id": contact_id })),
+            ("/events/send", json!({ "event": "held", "email": value })),
+            ("/events/send", json!({ "event": "held", "contact_id": value })),
+            ("/events/send", json!({ "event": "held", "contact_id": contact_id, "payload": { "note": value } })),
+            ("/automations", json!({ "name": value, "steps": [], "connections": [] })),
+            ("/automations", json!({ "name": "n", "steps": [{ "key": value, "type": "trigger", "config": { "event_name": "held" } }], "connections": [] })),
+            ("/automations", json!({ "name": "n", "steps": [{ "key": "start", "type": "trigger", "config": { "event_name": value } }], "connections": [] })),
+        ];
+        for (path, body) in bodies {
+            let answer = app.post(path, body).await;
+            four_xx(answer.status, &answer.body);
+        }
+        let answer = app.patch("/events/held", json!({ "schema": { "k": value } })).await;
+        four_xx(answer.status, &answer.body);
+    }
+    for path in ["/events?search=a%00b", "/events/a%00b", "/automations?status=a%00b", "/automations/a%00b/runs"] {
+        let answer = app.get(path).await;
+        four_xx(answer.status, &answer.body);
+    }
+    let long = app.get(&format!("/events?search={}", "x".repeat(60_000))).await;
+    four_xx(long.status, &long.body);
+    assert_eq!(app.get("/events/held").await.body["schema"], Value::Null, "nothing changed");
+    assert_eq!((app.count("event_definitions").await, app.count("custom_events").await), (1, 0));
+    assert_eq!((app.count("automations").await, app.count("automation_runs").await), (0, 0));
+}

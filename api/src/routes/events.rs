@@ -4,7 +4,7 @@
 
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
-use crate::fields::{Choice, IdText, Required, Search};
+use crate::fields::{Choice, Choices, IdText, Required, Search};
 use crate::paging::{page_request, search_text};
 use crate::routes::contacts::contact_key;
 use crate::routes::{Deleted, Tag};
@@ -282,7 +282,6 @@ fn check_schema(schema: Option<HashMap<String, Choice<EventFieldType>>>) -> ApiR
     let mut keys: Vec<_> = schema.into_iter().collect();
     keys.sort_by(|a, b| a.0.cmp(&b.0));
     for (key, kind) in keys {
-        use crate::fields::Choices;
         let path = format!("schema.{key}");
         let problem = if key.is_empty() || key.chars().count() > 100 {
             Some("a key is 1 to 100 characters")

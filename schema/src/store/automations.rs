@@ -347,15 +347,6 @@ pub async fn watched_segments(conn: &mut PgConnection, team_id: Uuid) -> sqlx::R
     .await
 }
 
-/// Whether the team has an enabled automation on `trigger` (cheap: the trigger index).
-pub async fn any_on(conn: &mut PgConnection, team_id: Uuid, trigger: &str) -> sqlx::Result<bool> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM automations WHERE team_id = $1 AND trigger_event = $2 AND status = 'enabled' AND deleted_at IS NULL)")
-        .bind(team_id)
-        .bind(trigger)
-        .fetch_one(conn)
-        .await
-}
-
 /// `svc:segment.entered` around a change to one contact: which watched segments held it
 /// before, so that [`SegmentWatch::enrol_entered`] can start runs for the ones it entered. Only
 /// the segments an enabled automation watches are evaluated, and none when no automation

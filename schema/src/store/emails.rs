@@ -66,6 +66,24 @@ impl NewEmail {
         self.recipients.iter().all(|r| r.suppressed.is_some())
     }
 
+    /// One `email.suppressed` event per suppressed recipient: recorded, never delivered.
+    pub fn suppressed_events(&self) -> Vec<crate::store::events::NewEvent> {
+        self.recipients
+            .iter()
+            .filter_map(|recipient| {
+                let origin = recipient.suppressed.as_ref()?;
+                let extra = json!({
+                    "reason": "OnSuppressionList",
+                    "type": origin,
+                    "message": "The address is on the team's suppression list; the email was not sent to it.",
+                    "diagnosticCode": [],
+                });
+                let data = self.event_data(&[recipient.email.as_str()], Some(("suppressed", extra)));
+                Some(crate::store::events::NewEvent { team_id: self.team_id, event_type: "email.suppressed", data, email_id: Some(self.id) })
+            })
+            .collect()
+    }
+
     /// The status an accepted email starts in.
     pub fn first_event(&self) -> &'static str {
         if self.all_suppressed() {
