@@ -63,12 +63,60 @@ impl Graphs {
     }
 }
 
+/// How many emails of a team's quota a process takes at once for its sending steps.
+const LEASE: i32 = 32;
+
+/// Quota leases: each sending step takes one email from its team's lease for the day, and a
+/// lease is taken from the team's counter [`LEASE`] at a time in a short transaction of its own
+/// ([`usage::lease`], which grants only what the caps leave). Counting each email in its step's
+/// transaction would hold the team's counter row locked until that commit, so one team's
+/// sending steps would run one after another. What a process has not handed out when it stops
+/// is given back; a process that dies keeps at most `LEASE - 1` per team counted but unsent.
+#[derive(Default)]
+struct Leases(Mutex<HashMap<(Uuid, chrono::NaiveDate), i32>>);
+
+impl Leases {
+    /// Takes one email of the team's quota for today; `false` when the quota is used up.
+    async fn take(&self, pool: &PgPool, team_id: Uuid) -> anyhow::Result<bool> {
+        let now = Utc::now();
+        let key = (team_id, now.date_naive());
+        if let Some(left) = self.0.lock().expect("not poisoned").get_mut(&key).filter(|left| **left > 0) {
+            *left -= 1;
+            return Ok(true);
+        }
+        let mut tx = pool.begin().await?;
+        let granted = usage::lease(&mut tx, usage::Count { team_id, emails: LEASE, now }).await?;
+        tx.commit().await?;
+        if granted == 0 {
+            return Ok(false);
+        }
+        *self.0.lock().expect("not poisoned").entry(key).or_default() += granted - 1;
+        Ok(true)
+    }
+
+    /// Puts back one email a step took but did not commit.
+    fn put_back(&self, team_id: Uuid, day: chrono::NaiveDate) {
+        *self.0.lock().expect("not poisoned").entry((team_id, day)).or_default() += 1;
+    }
+
+    /// Gives every unused email back to its team's counter (at shutdown).
+    async fn give_back(&self, pool: &PgPool) -> anyhow::Result<()> {
+        let unused: Vec<_> = self.0.lock().expect("not poisoned").drain().filter(|(_, left)| *left > 0).collect();
+        for ((team_id, day), left) in unused {
+            let now = day.and_hms_opt(12, 0, 0).map(|t| t.and_utc()).unwrap_or_else(Utc::now);
+            usage::add(&mut *pool.acquire().await?, usage::Count { team_id, emails: -left, now }).await?;
+        }
+        Ok(())
+    }
+}
+
 /// What every task shares.
 struct Executor {
     pool: PgPool,
     settings: AutomationSettings,
     graphs: Graphs,
     link_key: tokio::sync::OnceCell<Arc<[u8]>>,
+    leases: Leases,
 }
 
 /// Runs the executor until `shutdown` resolves; a step in progress finishes first.
@@ -78,7 +126,7 @@ pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Futu
         shutdown.await;
         let _ = stop.send(true);
     });
-    let executor = Arc::new(Executor { pool, settings, graphs: Graphs::default(), link_key: tokio::sync::OnceCell::new() });
+    let executor = Arc::new(Executor { pool, settings, graphs: Graphs::default(), link_key: tokio::sync::OnceCell::new(), leases: Leases::default() });
     let wake = Arc::new(Notify::new());
     let probe = {
         let (executor, wake, stopped) = (executor.clone(), wake.clone(), stopped.clone());
@@ -114,6 +162,9 @@ pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Futu
         let _ = task.await;
     }
     probe.abort();
+    if let Err(error) = executor.leases.give_back(&executor.pool).await {
+        tracing::warn!(%error, "giving back unused quota leases failed");
+    }
 }
 
 /// Why a step did not complete.
@@ -128,6 +179,16 @@ impl<E: Into<anyhow::Error>> From<E> for StepError {
     fn from(error: E) -> Self {
         StepError::Retry(error.into())
     }
+}
+
+/// What a step did.
+struct Done {
+    flow: Flow,
+    /// The step's record: `completed`, or `waiting` (a delay that parked the run).
+    status: &'static str,
+    outcome: Value,
+    /// Whether it created an email (counted against the team's quota).
+    sent: bool,
 }
 
 /// Where a step leaves the run.
@@ -156,58 +217,84 @@ impl Executor {
         Ok(true)
     }
 
-    /// Executes the run's current step in `tx`; answers the run's id when its next step is due
-    /// now.
+    /// Executes the run's current step in `tx`, with the run's progress; answers the run's id
+    /// when its next step is due now. The trigger does no work of its own: it is recorded (and
+    /// `automation.run.started` emitted) in the transaction of the run's first step, so a run's
+    /// first commit already holds its first real step.
     async fn step(&self, mut tx: sqlx::Transaction<'static, sqlx::Postgres>, run: Run) -> anyhow::Result<Option<Uuid>> {
         let graph = match self.graphs.get(&mut tx, run.automation_id, run.version).await {
             Ok(graph) => graph,
             Err(error) => {
                 drop(tx);
-                self.failed_attempt(&run, None, StepError::Retry(error)).await?;
+                self.failed_attempt(&run, None, None, StepError::Retry(error)).await?;
                 return Ok(None);
             }
         };
-        let step = match &run.step {
+        let mut step = match &run.step {
             None => graph.trigger(),
             Some(key) => match graph.step(key) {
                 Some(step) => step,
                 None => {
                     drop(tx);
-                    self.failed_attempt(&run, None, StepError::Fail(format!("the version has no step `{key}`"))).await?;
+                    self.failed_attempt(&run, None, None, StepError::Fail(format!("the version has no step `{key}`"))).await?;
                     return Ok(None);
                 }
             },
         };
-        match self.execute(&mut tx, &run, step).await {
-            Ok(flow) => {
-                let mut due_now = false;
-                match flow {
-                    Flow::Next(branch) => match graph.next(&step.key, branch) {
-                        Some(next) => {
-                            automations::advance(&mut tx, run.id, &next.key, Utc::now()).await?;
-                            due_now = true;
-                        }
-                        None => {
-                            let at = automations::finish(&mut tx, run.id, "completed", None).await?;
-                            emit_run(&mut tx, &run, "automation.run.completed", None, Some(at)).await?;
-                        }
-                    },
-                    Flow::Park(until) => automations::advance(&mut tx, run.id, &step.key, until).await?,
+        // The trigger, when this attempt starts the run (its record rolls back with a failed step).
+        let trigger = run.step.is_none().then(|| step.key.as_str());
+        let (done, next) = loop {
+            let done = match self.execute(&mut tx, &run, step).await {
+                Ok(done) => done,
+                Err(error) => {
+                    drop(tx);
+                    self.failed_attempt(&run, Some(&step.key), trigger, error).await?;
+                    return Ok(None);
                 }
-                tx.commit().await?;
-                Ok(due_now.then_some(run.id))
+            };
+            let next = match done.flow {
+                Flow::Next(branch) => graph.next(&step.key, branch).map(|next| (next.key.as_str(), Utc::now())),
+                Flow::Park(until) => Some((step.key.as_str(), until)),
+            };
+            match next {
+                Some((key, _)) if matches!(step.action, Action::Trigger { .. }) => {
+                    automations::record_step(&mut tx, run.id, &step.key, done.status, &done.outcome, true).await?;
+                    step = graph.step(key).expect("graph.next answers a step of the graph");
+                }
+                _ => break (done, next),
             }
-            Err(error) => {
-                drop(tx);
-                self.failed_attempt(&run, Some(&step.key), error).await?;
-                Ok(None)
+        };
+        let completed = done.status == "completed";
+        match next {
+            Some((key, due_at)) => {
+                automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), Some((key, due_at))).await?;
+            }
+            None => {
+                let at = automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), None).await?;
+                emit_run(&mut tx, &run, "automation.run.completed", None, at).await?;
             }
         }
+        // An email the step created is counted from the team's lease (see [`Leases`]).
+        let day = Utc::now().date_naive();
+        if done.sent && !self.leases.take(&self.pool, run.team_id).await? {
+            drop(tx);
+            self.failed_attempt(&run, Some(&step.key), trigger, StepError::Fail("the team's sending quota is used up".into())).await?;
+            return Ok(None);
+        }
+        if let Err(error) = tx.commit().await {
+            if done.sent {
+                self.leases.put_back(run.team_id, day);
+            }
+            return Err(error.into());
+        }
+        let due_now = next.is_some_and(|(_, due_at)| due_at <= Utc::now());
+        Ok(due_now.then_some(run.id))
     }
-
     /// After a step's transaction rolled back: a permanent failure (or the last attempt) fails
     /// the run with its reason; otherwise the step is tried again later.
-    async fn failed_attempt(&self, run: &Run, key: Option<&str>, error: StepError) -> anyhow::Result<()> {
+    /// `trigger` names the run's trigger when the attempt was its first: a run that fails there
+    /// is recorded as started first.
+    async fn failed_attempt(&self, run: &Run, key: Option<&str>, trigger: Option<&str>, error: StepError) -> anyhow::Result<()> {
         let mut tx = self.pool.begin().await?;
         let Some(locked) = automations::lock(&mut tx, run.id).await? else { return Ok(()) };
         if locked.status != "running" || locked.step != run.step {
@@ -224,6 +311,10 @@ impl Executor {
             }
         };
         if let Some(reason) = reason {
+            if let Some(trigger) = trigger.filter(|t| key != Some(*t)) {
+                automations::record_step(&mut tx, run.id, trigger, "completed", &json!({}), true).await?;
+                emit_run(&mut tx, run, "automation.run.started", None, None).await?;
+            }
             if let Some(key) = key {
                 automations::record_step(&mut tx, run.id, key, "failed", &json!({ "reason": reason }), true).await?;
             }
@@ -234,8 +325,10 @@ impl Executor {
         Ok(())
     }
 
-    /// Executes one step in the run's transaction and records it.
-    async fn execute(&self, tx: &mut PgConnection, run: &Run, step: &Step) -> Result<Flow, StepError> {
+    /// Executes one step in the run's transaction; answers what it did (the caller records it
+    /// with the run's progress).
+    async fn execute(&self, tx: &mut PgConnection, run: &Run, step: &Step) -> Result<Done, StepError> {
+        let mut sent = false;
         let (flow, outcome) = match &step.action {
             Action::Trigger { .. } => {
                 emit_run(tx, run, "automation.run.started", None, None).await?;
@@ -248,8 +341,7 @@ impl Executor {
                     None => delay.due(Utc::now()),
                 };
                 if until > Utc::now() && waiting.is_none() {
-                    automations::record_step(tx, run.id, &step.key, "waiting", &json!({ "until": until }), false).await?;
-                    return Ok(Flow::Park(until));
+                    return Ok(Done { flow: Flow::Park(until), status: "waiting", outcome: json!({ "until": until }), sent: false });
                 }
                 (Flow::Next(Branch::Default), json!({ "until": until }))
             }
@@ -297,13 +389,13 @@ impl Executor {
                 } else {
                     let mail = Mail { template, variables, from: from.as_deref(), subject: subject.as_deref(), reply_to };
                     let email_id = self.send_email(tx, run, &contact, &mail).await?;
+                    sent = true;
                     json!({ "email_id": email_id })
                 };
                 (Flow::Next(Branch::Default), outcome)
             }
         };
-        automations::record_step(tx, run.id, &step.key, "completed", &outcome, true).await?;
-        Ok(flow)
+        Ok(Done { flow, status: "completed", outcome, sent })
     }
 
     /// Sends a published template to the contact through the ordinary path: the from-domain
@@ -387,12 +479,8 @@ impl Executor {
             recipients: vec![NewRecipient { kind: "to", address: contact.email.clone(), email: recipient.key(), suppressed }],
             attachments: Vec::new(),
         };
-        let count = usage::Count { team_id: run.team_id, emails: 1, now: Utc::now() };
-        let used = emails::insert_many(tx, std::slice::from_ref(&email), Some(count)).await?.ok_or_else(|| StepError::Fail("the team is gone".into()))?;
-        if used.over_daily() || used.over_monthly() {
-            let which = if used.over_daily() { "daily" } else { "monthly" };
-            return Err(StepError::Fail(format!("the team's {which} sending quota is used up")));
-        }
+        // Counted by the caller as the step's last write (see [`Executor::step`]).
+        emails::insert_many(tx, std::slice::from_ref(&email), None).await?;
         if email.all_suppressed() {
             events::emit(tx, &email.suppressed_events()).await?;
         } else {

@@ -450,3 +450,45 @@ async fn a_worker_killed_amid_a_thousand_runs_leaves_every_run_completed_with_ea
     assert_eq!(app.count("contacts WHERE properties->>'done' = 'true'").await, 1000);
     let _ = id;
 }
+
+#[tokio::test]
+async fn sending_steps_stop_at_the_daily_quota_and_a_stopped_worker_gives_back_what_it_did_not_send() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let used_today = || async { sqlx::query_scalar::<_, i32>("SELECT emails FROM send_usage WHERE period_kind = 'day'").fetch_one(&app.pool).await.unwrap() };
+    sqlx::query("UPDATE plans SET daily_cap = 3 WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    mail.send(Mail::message("delivered@simulator.herald.test")).await;
+    define(app, "signed.up").await;
+    let template = published_template(app, "<p>Hello</p>").await;
+    let id = create(app, "enabled", vec![trigger("signed.up"), step("mail", "send_email", json!({ "template": { "id": template } }))], vec![edge("start", "mail")]).await;
+    let mut runs = Vec::new();
+    for n in 0..3 {
+        let person = contact(app, json!({ "email": format!("p{n}@simulator.herald.test") })).await;
+        runs.push(fire(app, "signed.up", &person, json!({})).await.remove(0));
+    }
+    let mut ended = Vec::new();
+    for run in &runs {
+        let run = eventually(|| async { Some(run_of(app, &id, run).await).filter(|r| r["status"] != "running") }).await;
+        ended.push(run);
+    }
+    let failed: Vec<&Value> = ended.iter().filter(|r| r["status"] == "failed").collect();
+    assert_eq!((ended.len() - failed.len(), failed.len()), (2, 1), "two fit under the cap of 3 beside the first send: {ended:?}");
+    assert!(failed[0]["error"].as_str().unwrap().contains("quota"), "{}", failed[0]);
+    assert_eq!(failed[0]["steps"][0]["status"], "completed", "a run that fails at its first step was started");
+    assert_eq!(failed[0]["steps"][1]["status"], "failed");
+    assert_eq!(app.count("emails").await, 3);
+    assert_eq!(used_today().await, 3, "the lease took only what the cap left");
+    app.post("/emails", Mail::message("delivered@simulator.herald.test")).await.assert_error(429, "daily_quota_exceeded");
+
+    // Without a cap a lease takes a block; what the executor did not send goes back when it stops.
+    sqlx::query("UPDATE plans SET daily_cap = NULL WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    let person = contact(app, json!({ "email": "later@simulator.herald.test" })).await;
+    let run = fire(app, "signed.up", &person, json!({})).await.remove(0);
+    wait_for_run(app, &id, &run, "completed").await;
+    assert!(used_today().await > 4, "a block of the quota is leased at once");
+    let database_url = app.database_url.clone();
+    mail.app.shutdown().await;
+    let pool = schema::connect(&database_url, 1).await.unwrap();
+    let left: i32 = sqlx::query_scalar("SELECT emails FROM send_usage WHERE period_kind = 'day'").fetch_one(&pool).await.unwrap();
+    assert_eq!(left, 4, "the counter holds exactly the emails sent once the lease is given back");
+}

@@ -270,15 +270,40 @@ pub async fn record_step(conn: &mut PgConnection, run_id: Uuid, key: &str, statu
     Ok(())
 }
 
-/// Moves a running run to `step` at `due_at`.
-pub async fn advance(conn: &mut PgConnection, run_id: Uuid, step: &str, due_at: DateTime<Utc>) -> sqlx::Result<()> {
-    sqlx::query("UPDATE automation_runs SET step = $2, due_at = $3, attempts = 0, updated_at = now() WHERE id = $1")
-        .bind(run_id)
-        .bind(step)
-        .bind(due_at)
-        .execute(conn)
-        .await?;
-    Ok(())
+/// Records what a step did (`(key, status, outcome, completed)`, as [`record_step`]) and, in
+/// the same statement, moves the run to its next step at its due time, or completes it when
+/// `next` is `None` (answering when).
+pub async fn progress(
+    conn: &mut PgConnection,
+    run_id: Uuid,
+    (key, status, outcome, completed): (&str, &str, &Value, bool),
+    next: Option<(&str, DateTime<Utc>)>,
+) -> sqlx::Result<Option<DateTime<Utc>>> {
+    sqlx::query_scalar(
+        "WITH s AS (
+             INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
+             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
+             ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
+                                                     completed_at = excluded.completed_at
+         )
+         UPDATE automation_runs SET
+             status = CASE WHEN $6 THEN status ELSE 'completed' END,
+             step = $7,
+             due_at = COALESCE($8, due_at),
+             completed_at = CASE WHEN $6 THEN NULL ELSE now() END,
+             attempts = 0, updated_at = now()
+         WHERE id = $1 RETURNING completed_at",
+    )
+    .bind(run_id)
+    .bind(key)
+    .bind(status)
+    .bind(outcome)
+    .bind(completed)
+    .bind(next.is_some())
+    .bind(next.map(|(step, _)| step))
+    .bind(next.map(|(_, due_at)| due_at))
+    .fetch_one(conn)
+    .await
 }
 
 /// Ends a run `completed` or `failed` (with the reason); answers when.

@@ -669,6 +669,8 @@ pub async fn claim(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<
     }
     // One statement, so no transaction is needed: its CTEs share one snapshot, so `interrupted`
     // sees the recipients an earlier run left `sending`, and `claimed` the ones still to send.
+    // The recipients are also narrowed by `$1` itself: with `IN (SELECT id FROM e)` alone, the
+    // prepared statement's generic plan scanned every row of `email_recipients`.
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "WITH e AS (
              UPDATE emails SET dispatched_at = coalesce(dispatched_at, now()), updated_at = now()
@@ -676,10 +678,10 @@ pub async fn claim(conn: &mut PgConnection, email_ids: &[Uuid]) -> sqlx::Result<
              RETURNING {EMAIL_COLUMNS}
          ), interrupted AS (
              SELECT {RECIPIENT_COLUMNS} FROM email_recipients
-             WHERE email_id IN (SELECT id FROM e) AND status = 'sending'
+             WHERE email_id = ANY($1) AND email_id IN (SELECT id FROM e) AND status = 'sending'
          ), claimed AS (
              UPDATE email_recipients SET status = 'sending', attempts = attempts + 1, updated_at = now()
-             WHERE email_id IN (SELECT id FROM e) AND status IN ('queued', 'delayed')
+             WHERE email_id = ANY($1) AND email_id IN (SELECT id FROM e) AND status IN ('queued', 'delayed')
              RETURNING {RECIPIENT_COLUMNS}
          )
          SELECT e.*,

@@ -40,10 +40,15 @@ pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<
              SELECT herald_uuid_v7(), a.team_id, a.id, a.current_version, c.id, a.trigger_event, ev.data
              FROM ev
              JOIN automations a ON a.team_id = ev.team_id AND a.trigger_event = 'svc:' || ev.type AND a.status = 'enabled' AND a.deleted_at IS NULL
-             JOIN contacts c ON c.team_id = ev.team_id AND (
-                 c.id = CASE WHEN ev.type = 'contact.created' THEN (ev.data->>'id')::uuid END
-                 OR (ev.type LIKE 'email.%' AND c.email IN (SELECT lower(t) FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(ev.data->'to') = 'array' THEN ev.data->'to' ELSE '[]' END) AS t))
-             )
+             -- Two lookups, each by an index (an OR of the two would scan the team's contacts).
+             JOIN LATERAL (
+                 SELECT c.id FROM contacts c
+                 WHERE ev.type = 'contact.created' AND c.team_id = ev.team_id AND c.id = (ev.data->>'id')::uuid
+                 UNION
+                 SELECT c.id FROM contacts c
+                 WHERE ev.type LIKE 'email.%' AND c.team_id = ev.team_id
+                   AND c.email = ANY (ARRAY(SELECT lower(t) FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(ev.data->'to') = 'array' THEN ev.data->'to' ELSE '[]' END) AS t))
+             ) c ON true
              WHERE ev.data->'tags'->>'automation_id' IS DISTINCT FROM a.id::text
          )
          INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id)

@@ -78,3 +78,19 @@ impl From<UsageRow> for Usage {
         Usage { today: today as i64, this_month, daily_cap, monthly_limit }
     }
 }
+
+/// Takes up to `count.emails` from the team's allowance for the day of `count.now` in one go (a
+/// lease that a sender hands out one email at a time): adds them, gives back at once whatever
+/// went over the daily cap or the monthly limit, and answers how many were granted (0 when the
+/// quota is used up). Call it in a short transaction of its own: the counter row is locked only
+/// for that, and a whole lease costs one lock instead of one per email.
+pub async fn lease(conn: &mut sqlx::PgConnection, count: Count) -> sqlx::Result<i32> {
+    let used = add(conn, count).await?;
+    let over_daily = used.daily_cap.map_or(0, |cap| used.today - cap as i64);
+    let over_monthly = used.monthly_limit.map_or(0, |limit| used.this_month - limit as i64);
+    let over = over_daily.max(over_monthly).clamp(0, count.emails as i64) as i32;
+    if over > 0 {
+        add(conn, Count { emails: -over, ..count }).await?;
+    }
+    Ok(count.emails - over)
+}

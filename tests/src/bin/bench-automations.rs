@@ -83,17 +83,20 @@ async fn main() -> anyhow::Result<()> {
     let sends_took = started.elapsed().as_secs_f64();
     let accepted = statuses.iter().filter(|s| **s == 202).count();
     anyhow::ensure!(accepted == contact_ids.len(), "{} of {} event sends were accepted", accepted, contact_ids.len());
+    // The probe reads the running runs' partial index (a count of the whole table every 50 ms
+    // would be work of the benchmark's own beside the executor's).
     loop {
-        let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM automation_runs WHERE status = 'completed'").fetch_one(&pool).await?;
-        let failed: i64 = sqlx::query_scalar("SELECT count(*) FROM automation_runs WHERE status = 'failed'").fetch_one(&pool).await?;
-        anyhow::ensure!(failed == 0, "{failed} runs failed");
-        if completed == runs {
+        let running: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM automation_runs WHERE status = 'running')").fetch_one(&pool).await?;
+        if !running {
             break;
         }
-        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "only {completed} of {runs} runs completed");
+        anyhow::ensure!(started.elapsed() < Duration::from_secs(600), "runs still running after 600 s");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let completed_at = started.elapsed().as_secs_f64();
+    let completed: i64 = sqlx::query_scalar("SELECT count(*) FROM automation_runs WHERE status = 'completed'").fetch_one(&pool).await?;
+    anyhow::ensure!(completed == runs, "{} of {runs} runs did not complete", runs - completed);
     let emails: i64 = sqlx::query_scalar("SELECT count(*) FROM emails").fetch_one(&pool).await?;
     println!("event sends accepted        {:>8.0}/s   ({accepted} in {sends_took:.2} s; goal >= 1,000/s)", accepted as f64 / sends_took);
     println!("every run completed         {completed_at:>8.2} s    ({runs} runs of 4 steps, {emails} emails; goal < 60 s)");
