@@ -5,11 +5,11 @@
 use crate::error::{ApiError, json_response};
 use crate::operations::{self, Access, Operation, Routing};
 use crate::request_log::{source_of, stored_body};
-use crate::state::{AppState, Caller, RequestContext};
+use crate::state::{AppState, Caller, RequestContext, SessionCaller};
 use poem::http::{HeaderValue, Method, StatusCode, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use schema::model::{KeyStatus, Permission, RiskState};
-use schema::store::{auth, request_logs::RequestLog};
+use schema::store::{auth, people, request_logs::RequestLog};
 use std::time::Instant;
 use uuid::Uuid;
 
@@ -130,7 +130,18 @@ impl<E: Endpoint> Gateway<E> {
         let needs_key = operation.is_some_and(|o| o.access.needs_credential());
         let bearer = bearer_token(&req);
 
-        if needs_key || (routing.is_some() && operation.is_none() && bearer.is_some()) {
+        if operation.is_some_and(|o| o.access == Access::Session) {
+            // The dashboard session's routes take its cookie only, never a key or token.
+            if bearer.is_some() {
+                return answer(handled, ApiError::invalid_permission("This route takes the dashboard session cookie; API keys and OAuth tokens do not reach it."));
+            }
+            match self.session_of(&req).await {
+                Ok(session) => {
+                    req.extensions_mut().insert(SessionCaller { session });
+                }
+                Err(error) => return answer(handled, error),
+            }
+        } else if needs_key || (routing.is_some() && operation.is_none() && bearer.is_some()) {
             let Some(token) = bearer else {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
             };
@@ -227,6 +238,22 @@ impl<E: Endpoint> Gateway<E> {
         handled
     }
 
+    /// The live session of the request's cookie; a write must carry its CSRF token.
+    async fn session_of(&self, req: &Request) -> Result<people::Session, ApiError> {
+        let Some(token) = cookie(req, crate::routes::auth::COOKIE) else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Sign in: this route takes the dashboard session cookie."));
+        };
+        let found = people::session(&mut *self.state.pool.acquire().await?, &schema::secret::hash(&token)).await?;
+        let Some(session) = found else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The session has ended or is unknown; sign in again."));
+        };
+        let reads = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
+        if !reads && req.header("x-csrf-token") != Some(session.csrf_token.as_str()) {
+            return Err(ApiError::not_allowed("A write made with the session cookie needs the session's CSRF token in `X-CSRF-Token`."));
+        }
+        Ok(session)
+    }
+
     /// Refreshes a key's `last_used_at` (about once a minute; a failure only loses the refresh).
     async fn touch(&self, key_id: Uuid, log_id: Uuid) {
         let touched = async { auth::touch(&mut *self.state.relaxed.acquire().await?, key_id, log_id).await };
@@ -276,6 +303,18 @@ fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> R
         }
     }
     response
+}
+
+/// A cookie's value from the `Cookie` header.
+fn cookie(req: &Request, name: &str) -> Option<String> {
+    req.headers()
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, value)| *key == name && !value.is_empty())
+        .map(|(_, value)| value.to_string())
 }
 
 /// The token of `Authorization: Bearer <token>`, if the header is usable.

@@ -41,7 +41,11 @@ pub fn document() -> Value {
         }
     ]);
     doc["components"]["securitySchemes"] = json!({
-        "bearer": { "type": "http", "scheme": "bearer", "description": "`Authorization: Bearer rk_…`" }
+        "bearer": { "type": "http", "scheme": "bearer", "description": "`Authorization: Bearer rk_…`" },
+        "session": {
+            "type": "apiKey", "in": "cookie", "name": crate::routes::auth::COOKIE,
+            "description": "The dashboard session cookie set by `POST /auth/signup` and `POST /auth/login`; writes also send its CSRF token as `X-CSRF-Token`."
+        }
     });
     if let Some(schemas) = doc.pointer_mut("/components/schemas") {
         upgrade_schemas(schemas);
@@ -285,7 +289,9 @@ fn annotate(path: &str, operation: &mut Value) {
     if path.starts_with("/inbox") {
         fields.insert("x-svc-inbox-access".into(), entry.inbox_access.map_or(Value::Null, |a| json!(a)));
     }
-    if entry.access.needs_credential() {
+    if entry.access == operations::Access::Session {
+        fields.insert("security".into(), json!([{ "session": [] }]));
+    } else if entry.access.needs_credential() {
         fields.insert("security".into(), json!([{ "bearer": [] }]));
     }
 }

@@ -63,6 +63,10 @@ const fn op(id: &'static str, method: Method, path: &'static str, access: Access
 pub static OPERATIONS: &[Operation] = &[
     op("get-health", Method::GET, "/health", Access::Public),
     op("get-ready", Method::GET, "/ready", Access::Public),
+    op("sign-up", Method::POST, "/auth/signup", Access::Public),
+    op("sign-in", Method::POST, "/auth/login", Access::Public),
+    op("get-session", Method::GET, "/auth/session", Access::Session),
+    op("sign-out", Method::POST, "/auth/logout", Access::Session),
     op("create-api-key", Method::POST, "/api-keys", Access::FullAccess),
     op("list-api-keys", Method::GET, "/api-keys", Access::FullAccess),
     op("update-api-key", Method::PATCH, "/api-keys/{api_key_id}", Access::FullAccess),

@@ -71,3 +71,9 @@ pub struct RequestContext {
     pub request_id: String,
     pub operation: Option<&'static Operation>,
 }
+
+/// The dashboard session of a request on a session route, placed in the request by the gateway.
+#[derive(Debug, Clone)]
+pub struct SessionCaller {
+    pub session: schema::store::people::Session,
+}

@@ -379,11 +379,26 @@ def free_form_models(spec, models):
             module._herald_free_form = True
 
 
-def call_every_get(spec, client, gen, ids):
+def session_client(gen, raw, base_url):
+    """A generated client holding a dashboard session (an account signed up through the API),
+    for the operations whose security is the `session` cookie."""
+    answer = raw.post(
+        "/auth/signup",
+        json={"email": f"person-{uuid.uuid4().hex[:12]}@example.com", "password": "a generated client's password", "name": "Generated"},
+    )
+    expect(answer, 201, "sign up")
+    return gen.Client(
+        base_url=base_url, headers={"User-Agent": USER_AGENT}, cookies={"herald_session": answer.cookies["herald_session"]},
+        raise_on_unexpected_status=True, timeout=httpx.Timeout(30.0),
+    )
+
+
+def call_every_get(spec, client, gen, ids, session=None):
     for path, item in spec["paths"].items():
         operation = item.get("get")
         if not operation:
             continue
+        caller = session if operation.get("security") == [{"session": []}] else client
         op_id = operation["operationId"]
         what = f"GET {path} ({op_id})"
         try:
@@ -410,7 +425,7 @@ def call_every_get(spec, client, gen, ids):
             fail(what, f"no id for the path parameter `{missing}`: create the resource in create_resources()")
             continue
         try:
-            response = module.sync_detailed(client=client, **kwargs)
+            response = module.sync_detailed(client=caller, **kwargs)
         except Exception as error:  # the generated parser raised on the answer
             fail(what, f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=3)}")
             continue
@@ -499,7 +514,12 @@ def main():
         except Exception as error:
             fail("create one of each resource", f"{error}\n{traceback.format_exc(limit=4)}")
             return 1
-        call_every_get(spec, client, gen, ids)
+        try:
+            session = session_client(gen, raw, base_url)
+        except Exception as error:
+            fail("sign up for a dashboard session", f"{error}\n{traceback.format_exc(limit=4)}")
+            return 1
+        call_every_get(spec, client, gen, ids, session)
     finally:
         if receiver is not None:
             receiver.shutdown()

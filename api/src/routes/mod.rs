@@ -2,6 +2,7 @@
 
 pub mod api_keys;
 pub mod audiences;
+pub mod auth;
 pub mod automations;
 pub mod brand_assets;
 pub mod broadcasts;
@@ -59,6 +60,8 @@ pub enum Tag {
     /// Automations: per-contact workflows started by custom events and built-in triggers, and
     /// the custom events that start them.
     Automations,
+    /// People and the dashboard session: accounts, sign-in, sign-out.
+    People,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -91,6 +94,7 @@ apis!(
         contact_imports::ContactImportsApi,
         events::EventsApi,
         automations::AutomationsApi,
+        auth::AuthApi,
     ],
     [
         contacts::ContactsApi,
