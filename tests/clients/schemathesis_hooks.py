@@ -30,7 +30,7 @@ EXCLUSIONS = [
         "signing in needs an account's own address and password; failures are throttled",
     ),
     (
-        "ST202", r"^(GET /auth/session|POST /auth/logout)$", "invalid_permission", r"session cookie",
+        "ST202", r"^(GET /auth/session|POST /auth/logout|GET /teams|POST /teams)$", "invalid_permission", r"session cookie",
         "the dashboard session's routes take its cookie and refuse the API key this run sends",
     ),
     (

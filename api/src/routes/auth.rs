@@ -13,7 +13,7 @@ use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
-use schema::store::{people, teams};
+use schema::store::people;
 use serde::Deserialize;
 
 pub struct AuthApi;
@@ -138,14 +138,12 @@ impl AuthApi {
         }
         let password_hash = tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(anyhow::Error::from)??;
         let person_id = schema::ids::new_id();
-        let team_id = schema::ids::new_id();
         let team_name: String = format!("{name}'s team").chars().take(80).collect();
         let mut tx = state.pool.begin().await?;
         if !people::insert(&mut tx, person_id, &email, &name, &password_hash).await? {
             return Err(refused("email", "an account with this address exists; sign in instead"));
         }
-        teams::insert(&mut tx, team_id, &team_name, &format!("team-{}", team_id.simple())).await?;
-        people::add_member(&mut tx, team_id, person_id, "admin").await?;
+        let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;
         let (view, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
         tx.commit().await?;
         Ok(SignedUp::Created(Json(view), cookie))
@@ -215,7 +213,8 @@ fn secure(state: &AppState) -> &'static str {
     if state.config.public_url.starts_with("https://") { "; Secure" } else { "" }
 }
 
-fn view(session: &people::Session) -> SessionView {
+/// A session as answered.
+pub fn view(session: &people::Session) -> SessionView {
     let team = match (session.team_id, &session.team_name, &session.role) {
         (Some(id), Some(name), Some(role)) => Some(TeamRole { id: id.to_string(), name: name.clone(), role: Choice::new(role.clone()) }),
         _ => None,
@@ -241,7 +240,7 @@ fn address(raw: Option<String>) -> ApiResult<String> {
     Ok(mailbox.key())
 }
 
-fn refused(path: &str, message: impl Into<String>) -> ApiError {
+pub(crate) fn refused(path: &str, message: impl Into<String>) -> ApiError {
     let message = message.into();
     ApiError::refused(format!("Invalid `{path}`: {message}")).with_error(path, message)
 }

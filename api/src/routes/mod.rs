@@ -22,6 +22,7 @@ pub mod saved_blocks;
 pub mod segments;
 pub mod suppressions;
 pub mod team;
+pub mod teams;
 pub mod templates;
 pub mod topics;
 pub mod tracking;
@@ -60,7 +61,7 @@ pub enum Tag {
     /// Automations: per-contact workflows started by custom events and built-in triggers, and
     /// the custom events that start them.
     Automations,
-    /// People and the dashboard session: accounts, sign-in, sign-out.
+    /// People and the dashboard session: accounts, sign-in, sign-out, the teams a person belongs to.
     People,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
@@ -95,6 +96,8 @@ apis!(
         events::EventsApi,
         automations::AutomationsApi,
         auth::AuthApi,
+        teams::TeamsApi,
+        teams::MembersApi,
     ],
     [
         contacts::ContactsApi,

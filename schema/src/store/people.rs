@@ -68,6 +68,13 @@ pub struct Session {
     pub expires_at: DateTime<Utc>,
 }
 
+/// A session with its person and the role in its current team (the membership is read on
+/// every request, so a person removed from the team keeps the session but not the team).
+const SESSION_SELECT: &str = "SELECT s.id, s.person_id, p.email, p.name, p.email_verified_at, m.team_id, t.name AS team_name, m.role, s.csrf_token, s.expires_at
+     FROM sessions s JOIN people p ON p.id = s.person_id
+     LEFT JOIN memberships m ON m.team_id = s.team_id AND m.person_id = s.person_id
+     LEFT JOIN teams t ON t.id = m.team_id";
+
 /// Opens a session (its token stored as `token_hash` only).
 pub async fn open_session(
     conn: &mut PgConnection,
@@ -90,19 +97,20 @@ pub async fn open_session(
     Ok(id)
 }
 
-/// The live session whose cookie token hashes to `token_hash`. The role is read through the
-/// membership, so a person removed from the team keeps the session but not the team.
+/// The live session whose cookie token hashes to `token_hash`.
 pub async fn session(conn: &mut PgConnection, token_hash: &[u8]) -> sqlx::Result<Option<Session>> {
-    sqlx::query_as(
-        "SELECT s.id, s.person_id, p.email, p.name, p.email_verified_at, m.team_id, t.name AS team_name, m.role, s.csrf_token, s.expires_at
-         FROM sessions s JOIN people p ON p.id = s.person_id
-         LEFT JOIN memberships m ON m.team_id = s.team_id AND m.person_id = s.person_id
-         LEFT JOIN teams t ON t.id = m.team_id
-         WHERE s.token_hash = $1 AND s.expires_at > now()",
-    )
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("{SESSION_SELECT} WHERE s.token_hash = $1 AND s.expires_at > now()")))
     .bind(token_hash)
     .fetch_optional(conn)
     .await
+}
+
+/// A live session by its id (after a change to it).
+pub async fn session_by_id(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<Session>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!("{SESSION_SELECT} WHERE s.id = $1 AND s.expires_at > now()")))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
 }
 
 /// Ends a session.
@@ -138,5 +146,52 @@ pub async fn record_failure(conn: &mut PgConnection, email: &str, ip_address: Op
 /// Forgets an address's failed sign-ins (after a right password).
 pub async fn clear_failures(conn: &mut PgConnection, email: &str) -> sqlx::Result<()> {
     sqlx::query("DELETE FROM sign_in_failures WHERE email = $1").bind(email).execute(conn).await?;
+    Ok(())
+}
+
+/// A member of a team.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Member {
+    pub person_id: Uuid,
+    pub email: String,
+    pub name: String,
+    pub role: String,
+    pub joined_at: DateTime<Utc>,
+}
+
+/// The team's members, in the order they joined.
+pub async fn members(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<Member>> {
+    sqlx::query_as(
+        "SELECT p.id AS person_id, p.email, p.name, m.role, m.created_at AS joined_at
+         FROM memberships m JOIN people p ON p.id = m.person_id WHERE m.team_id = $1 ORDER BY m.created_at, p.id",
+    )
+    .bind(team_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// A team a person belongs to.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Membership {
+    pub team_id: Uuid,
+    pub team_name: String,
+    pub role: String,
+    pub joined_at: DateTime<Utc>,
+}
+
+/// The teams a person belongs to, in the order they joined.
+pub async fn memberships(conn: &mut PgConnection, person_id: Uuid) -> sqlx::Result<Vec<Membership>> {
+    sqlx::query_as(
+        "SELECT m.team_id, t.name AS team_name, m.role, m.created_at AS joined_at
+         FROM memberships m JOIN teams t ON t.id = m.team_id WHERE m.person_id = $1 ORDER BY m.created_at, m.team_id",
+    )
+    .bind(person_id)
+    .fetch_all(conn)
+    .await
+}
+
+/// Makes `team_id` the session's current team.
+pub async fn switch_team(conn: &mut PgConnection, session_id: Uuid, team_id: Uuid) -> sqlx::Result<()> {
+    sqlx::query("UPDATE sessions SET team_id = $2 WHERE id = $1").bind(session_id).bind(team_id).execute(conn).await?;
     Ok(())
 }

@@ -1,0 +1,146 @@
+//! Teams as people see them: the teams a signed-in person belongs to, creating one, and a
+//! team's members (read with a `full_access` key).
+
+use crate::body::Body;
+use crate::error::{ApiError, ApiResult};
+use crate::fields::{Choice, Required};
+use crate::routes::Tag;
+use crate::routes::auth::{Role, SessionView};
+use crate::state::{AppState, Caller, SessionCaller};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object};
+use schema::store::{people, teams};
+use serde::Deserialize;
+use uuid::Uuid;
+
+pub struct TeamsApi;
+pub struct MembersApi;
+
+/// Body of `POST /teams`.
+#[derive(Object, Deserialize)]
+pub struct CreateTeam {
+    /// 1 to 80 characters on one line.
+    #[oai(validator(max_length = 80))]
+    pub name: Required<String>,
+}
+
+/// A team the signed-in person belongs to.
+#[derive(Object)]
+pub struct TeamMembership {
+    /// Always `team`.
+    pub object: String,
+    pub id: String,
+    pub name: String,
+    pub role: Choice<Role>,
+    /// Whether it is the session's current team.
+    pub current: bool,
+    pub joined_at: DateTime<Utc>,
+}
+
+/// The signed-in person's teams.
+#[derive(Object)]
+pub struct TeamMembershipList {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<TeamMembership>,
+}
+
+/// A member of the team.
+#[derive(Object)]
+pub struct TeamMember {
+    /// Always `team_member`.
+    pub object: String,
+    pub user_id: String,
+    pub email: String,
+    pub name: String,
+    pub role: Choice<Role>,
+    pub joined_at: DateTime<Utc>,
+}
+
+/// The team's members, in the order they joined (a team's members fit one answer).
+#[derive(Object)]
+pub struct TeamMemberList {
+    /// Always `list`.
+    pub object: String,
+    pub data: Vec<TeamMember>,
+}
+
+#[derive(ApiResponse)]
+pub enum CreateTeamResponse {
+    /// The session, now in the new team.
+    #[oai(status = 201)]
+    Created(Json<SessionView>),
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::People")]
+impl TeamsApi {
+    /// The teams the signed-in person belongs to, with their role in each.
+    #[oai(path = "/teams", method = "get", operation_id = "list-teams")]
+    async fn list(&self, state: Data<&AppState>, session: Data<&SessionCaller>) -> ApiResult<Json<TeamMembershipList>> {
+        let session = &session.0.session;
+        let teams = people::memberships(&mut *state.pool.acquire().await?, session.person_id).await?;
+        let data = teams
+            .into_iter()
+            .map(|m| TeamMembership {
+                object: "team".into(),
+                id: m.team_id.to_string(),
+                name: m.team_name,
+                role: Choice::new(m.role),
+                current: Some(m.team_id) == session.team_id,
+                joined_at: m.joined_at,
+            })
+            .collect();
+        Ok(Json(TeamMembershipList { object: "list".into(), data }))
+    }
+
+    /// Create a team with the signed-in person as its admin, and make it the session's current
+    /// team. A name outside 1 to 80 characters, or on more than one line, is
+    /// `422 validation_error`.
+    #[oai(path = "/teams", method = "post", operation_id = "create-team")]
+    async fn create(&self, state: Data<&AppState>, session: Data<&SessionCaller>, body: Body<CreateTeam>) -> ApiResult<CreateTeamResponse> {
+        let name = body.0.name.0.ok_or_else(|| ApiError::missing_field("name"))?;
+        let session = &session.0.session;
+        let mut tx = state.pool.begin().await?;
+        let team_id = create_for(&mut tx, session.person_id, &name).await?;
+        people::switch_team(&mut tx, session.id, team_id).await?;
+        let now = people::session_by_id(&mut tx, session.id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+        tx.commit().await?;
+        Ok(CreateTeamResponse::Created(Json(crate::routes::auth::view(&now))))
+    }
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Team")]
+impl MembersApi {
+    /// The people of the team with their roles. Only a `full_access` key reaches it; no OAuth
+    /// scope does.
+    #[oai(path = "/team/members", method = "get", operation_id = "list-team-members")]
+    async fn members(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<TeamMemberList>> {
+        let members = people::members(&mut *state.pool.acquire().await?, caller.team_id).await?;
+        let data = members
+            .into_iter()
+            .map(|m| TeamMember {
+                object: "team_member".into(),
+                user_id: m.person_id.to_string(),
+                email: m.email,
+                name: m.name,
+                role: Choice::new(m.role),
+                joined_at: m.joined_at,
+            })
+            .collect();
+        Ok(Json(TeamMemberList { object: "list".into(), data }))
+    }
+}
+
+/// Creates a team named `name` (1 to 80 characters, one line) with the person as its admin.
+pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str) -> ApiResult<Uuid> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 80 || name.contains(['\r', '\n']) {
+        return Err(crate::routes::auth::refused("name", "must be 1 to 80 characters on one line"));
+    }
+    let team_id = schema::ids::new_id();
+    teams::insert(tx, team_id, name, &format!("team-{}", team_id.simple())).await?;
+    people::add_member(tx, team_id, person_id, "admin").await?;
+    Ok(team_id)
+}
