@@ -242,7 +242,7 @@ impl Executor {
             },
         };
         // The trigger, when this attempt starts the run (its record rolls back with a failed step).
-        let trigger = run.step.is_none().then(|| step.key.as_str());
+        let trigger = run.step.is_none().then_some(step.key.as_str());
         let (done, next) = loop {
             let done = match self.execute(&mut tx, &run, step).await {
                 Ok(done) => done,
