@@ -71,6 +71,12 @@ impl ApiError {
         Self::new(StatusCode::UNPROCESSABLE_ENTITY, "validation_error", message)
     }
 
+    /// `422 validation_error` naming the field the resource refuses, in `errors[]` too.
+    pub fn refused_field(path: &str, message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self::refused(format!("Invalid `{path}`: {message}")).with_error(path, message)
+    }
+
     /// `403 validation_error`: well-formed but not allowed (an unverified domain, a policy).
     pub fn not_allowed(message: impl Into<String>) -> Self {
         Self::new(StatusCode::FORBIDDEN, "validation_error", message)

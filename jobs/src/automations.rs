@@ -265,14 +265,9 @@ impl Executor {
             }
         };
         let completed = done.status == "completed";
-        match next {
-            Some((key, due_at)) => {
-                automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), Some((key, due_at))).await?;
-            }
-            None => {
-                let at = automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), None).await?;
-                emit_run(&mut tx, &run, "automation.run.completed", None, at).await?;
-            }
+        let completed_at = automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), next).await?;
+        if next.is_none() {
+            emit_run(&mut tx, &run, "automation.run.completed", None, completed_at).await?;
         }
         // An email the step created is counted from the team's lease (see [`Leases`]).
         let day = Utc::now().date_naive();

@@ -129,19 +129,19 @@ impl AuthApi {
         let email = address(body.email.0)?;
         let password = body.password.0.ok_or_else(|| ApiError::missing_field("password"))?;
         if !PASSWORD_CHARS.contains(&password.chars().count()) {
-            return Err(refused("password", "must be 10 to 200 characters"));
+            return Err(ApiError::refused_field("password", "must be 10 to 200 characters"));
         }
         let name = body.name.0.ok_or_else(|| ApiError::missing_field("name"))?;
         let name = name.trim().to_string();
         if name.is_empty() || name.chars().count() > 100 || name.contains(['\r', '\n']) {
-            return Err(refused("name", "must be 1 to 100 characters on one line"));
+            return Err(ApiError::refused_field("name", "must be 1 to 100 characters on one line"));
         }
         let password_hash = tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(anyhow::Error::from)??;
         let person_id = schema::ids::new_id();
         let team_name: String = format!("{name}'s team").chars().take(80).collect();
         let mut tx = state.pool.begin().await?;
         if !people::insert(&mut tx, person_id, &email, &name, &password_hash).await? {
-            return Err(refused("email", "an account with this address exists; sign in instead"));
+            return Err(ApiError::refused_field("email", "an account with this address exists; sign in instead"));
         }
         let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;
         let (view, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
@@ -236,14 +236,10 @@ pub fn view(session: &people::Session) -> SessionView {
 /// An account's address: bare and lower-case.
 fn address(raw: Option<String>) -> ApiResult<String> {
     let raw = raw.ok_or_else(|| ApiError::missing_field("email"))?;
-    let mailbox = schema::email::Mailbox::parse(raw.trim()).map_err(|e| refused("email", e))?;
+    let mailbox = schema::email::Mailbox::parse(raw.trim()).map_err(|e| ApiError::refused_field("email", e))?;
     Ok(mailbox.key())
 }
 
-pub(crate) fn refused(path: &str, message: impl Into<String>) -> ApiError {
-    let message = message.into();
-    ApiError::refused(format!("Invalid `{path}`: {message}")).with_error(path, message)
-}
 
 fn wrong_credentials() -> ApiError {
     ApiError::not_allowed("The email address or the password is wrong.")

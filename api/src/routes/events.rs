@@ -147,7 +147,7 @@ impl EventsApi {
         check_name(&name)?;
         let schema = check_schema(body.schema)?;
         let created = custom_events::insert(&mut *state.pool.acquire().await?, caller.team_id, &name, schema.as_ref()).await?;
-        let created = created.ok_or_else(|| refused("name", "a live event definition already has this name"))?;
+        let created = created.ok_or_else(|| ApiError::refused_field("name", "a live event definition already has this name"))?;
         Ok(CreateResponse::Created(Json(EventRef { object: "event".into(), id: created.id.to_string() })))
     }
 
@@ -210,13 +210,13 @@ impl EventsApi {
         let contact = match (body.contact_id.filter(|s| !s.is_empty()), body.email.filter(|s| !s.is_empty())) {
             (Some(id), None) => contacts::Key::Id(schema::ids::parse_id(&id).ok_or_else(|| ApiError::not_found("Contact"))?),
             (None, Some(email)) => contact_key(&email)?,
-            (None, None) => return Err(refused("contact_id", "give exactly one of `contact_id` and `email`")),
-            (Some(_), Some(_)) => return Err(refused("contact_id", "give exactly one of `contact_id` and `email`, not both")),
+            (None, None) => return Err(ApiError::refused_field("contact_id", "give exactly one of `contact_id` and `email`")),
+            (Some(_), Some(_)) => return Err(ApiError::refused_field("contact_id", "give exactly one of `contact_id` and `email`, not both")),
         };
         let payload = Value::Object(body.payload.unwrap_or_default().into_iter().collect());
         let size = serde_json::to_vec(&payload).map(|b| b.len()).unwrap_or(usize::MAX);
         if size > MAX_PAYLOAD_BYTES {
-            return Err(refused("payload", format!("is {size} bytes of JSON; at most {MAX_PAYLOAD_BYTES}")));
+            return Err(ApiError::refused_field("payload", format!("is {size} bytes of JSON; at most {MAX_PAYLOAD_BYTES}")));
         }
         let mut tx = state.pool.begin().await?;
         let target = custom_events::target(&mut tx, caller.team_id, &name, &contact).await?;
@@ -235,10 +235,6 @@ impl EventsApi {
     }
 }
 
-fn refused(path: &str, message: impl Into<String>) -> ApiError {
-    let message = message.into();
-    ApiError::refused(format!("Invalid `{path}`: {message}")).with_error(path, message)
-}
 
 fn not_found() -> ApiError {
     ApiError::not_found("Event")
@@ -255,18 +251,18 @@ fn key(raw: &str) -> Key {
 /// Document A's name rules.
 pub fn check_name(name: &str) -> ApiResult<()> {
     if name.starts_with("svc:") {
-        return Err(refused("name", "the `svc:` prefix is reserved for built-in events"));
+        return Err(ApiError::refused_field("name", "the `svc:` prefix is reserved for built-in events"));
     }
     let mut chars = name.chars();
     let starts_with_letter = chars.next().is_some_and(|c| c.is_ascii_lowercase());
     if !starts_with_letter || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-')) {
-        return Err(refused("name", "must start with a lower-case letter and hold only lower-case letters, digits, `.`, `_` and `-`"));
+        return Err(ApiError::refused_field("name", "must start with a lower-case letter and hold only lower-case letters, digits, `.`, `_` and `-`"));
     }
     if name.chars().count() > MAX_NAME {
-        return Err(refused("name", format!("must be at most {MAX_NAME} characters")));
+        return Err(ApiError::refused_field("name", format!("must be at most {MAX_NAME} characters")));
     }
     if uuid::Uuid::try_parse(name).is_ok() {
-        return Err(refused("name", "must not be shaped like a UUID (paths take ids and names alike)"));
+        return Err(ApiError::refused_field("name", "must not be shaped like a UUID (paths take ids and names alike)"));
     }
     Ok(())
 }
@@ -275,7 +271,7 @@ pub fn check_name(name: &str) -> ApiResult<()> {
 fn check_schema(schema: Option<HashMap<String, Choice<EventFieldType>>>) -> ApiResult<Option<Value>> {
     let Some(schema) = schema else { return Ok(None) };
     if schema.len() > MAX_SCHEMA_KEYS {
-        return Err(refused("schema", format!("has {} keys; at most {MAX_SCHEMA_KEYS}", schema.len())));
+        return Err(ApiError::refused_field("schema", format!("has {} keys; at most {MAX_SCHEMA_KEYS}", schema.len())));
     }
     let mut error: Option<ApiError> = None;
     let mut map = Map::new();

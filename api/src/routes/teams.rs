@@ -137,7 +137,7 @@ impl MembersApi {
 pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str) -> ApiResult<Uuid> {
     let name = name.trim();
     if name.is_empty() || name.chars().count() > 80 || name.contains(['\r', '\n']) {
-        return Err(crate::routes::auth::refused("name", "must be 1 to 80 characters on one line"));
+        return Err(ApiError::refused_field("name", "must be 1 to 80 characters on one line"));
     }
     let team_id = schema::ids::new_id();
     teams::insert(tx, team_id, name, &format!("team-{}", team_id.simple())).await?;

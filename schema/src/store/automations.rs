@@ -252,21 +252,16 @@ pub async fn any_due(conn: &mut PgConnection) -> sqlx::Result<bool> {
         .await
 }
 
+/// Upserts a step's record (`$1` run, `$2` key, `$3` status, `$4` outcome, `$5` completed): a
+/// delay's second visit completes its waiting record and adds to its outcome.
+const RECORD_STEP: &str = "INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
+     VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
+     ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
+                                             completed_at = excluded.completed_at";
+
 /// Records what a step did (a delay's second visit completes its waiting record).
 pub async fn record_step(conn: &mut PgConnection, run_id: Uuid, key: &str, status: &str, outcome: &Value, completed: bool) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
-         VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
-         ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
-                                                 completed_at = excluded.completed_at",
-    )
-    .bind(run_id)
-    .bind(key)
-    .bind(status)
-    .bind(outcome)
-    .bind(completed)
-    .execute(conn)
-    .await?;
+    sqlx::query(RECORD_STEP).bind(run_id).bind(key).bind(status).bind(outcome).bind(completed).execute(conn).await?;
     Ok(())
 }
 
@@ -279,21 +274,16 @@ pub async fn progress(
     (key, status, outcome, completed): (&str, &str, &Value, bool),
     next: Option<(&str, DateTime<Utc>)>,
 ) -> sqlx::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar(
-        "WITH s AS (
-             INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
-             VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
-             ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
-                                                     completed_at = excluded.completed_at
-         )
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "WITH s AS ({RECORD_STEP})
          UPDATE automation_runs SET
              status = CASE WHEN $6 THEN status ELSE 'completed' END,
              step = $7,
              due_at = COALESCE($8, due_at),
              completed_at = CASE WHEN $6 THEN NULL ELSE now() END,
              attempts = 0, updated_at = now()
-         WHERE id = $1 RETURNING completed_at",
-    )
+         WHERE id = $1 RETURNING completed_at"
+    )))
     .bind(run_id)
     .bind(key)
     .bind(status)
