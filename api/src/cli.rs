@@ -201,6 +201,8 @@ pub async fn create_team(pool: &sqlx::PgPool, name: &str) -> anyhow::Result<(uui
             domain_id: None,
             token_hash: &token.hash,
             key_prefix: &token.prefix,
+            inbox_access: schema::model::InboxAccess::None,
+            inbox_channel_ids: None,
         },
     )
     .await?;

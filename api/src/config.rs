@@ -43,6 +43,10 @@ pub struct Config {
     /// `HERALD_MAIL_FROM_HOST`, `HERALD_INBOUND_HOST`, `HERALD_TRACKING_HOST`: the hosts domains
     /// point their records at (`{region}` is replaced by the domain's region).
     pub hosts: schema::domain::RegionHosts,
+    /// `HERALD_SYSTEM_FROM`: the sender of account mail (address verification, password reset,
+    /// invitations), such as `Herald <accounts@mail.example.com>`. Its domain must be a verified
+    /// sending domain of some team on this server (the operator's); unset, no account mail is sent.
+    pub system_from: Option<String>,
     /// `HERALD_SECRET_KEY`: seals credentials the service keeps (DNS provider tokens).
     pub secret_key: Option<String>,
     /// `HERALD_CLOUDFLARE_API_URL`: Cloudflare's API base.
@@ -204,6 +208,7 @@ impl Config {
             dns_timeout_ms: number("HERALD_DNS_TIMEOUT_MS", "2000")? as u64,
             hosts,
             secret_key: lookup("HERALD_SECRET_KEY").filter(|v| !v.is_empty()),
+            system_from: lookup("HERALD_SYSTEM_FROM").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
             metrics_addr,
             metrics_token: lookup("HERALD_METRICS_TOKEN").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
             cloudflare_api_url: get("HERALD_CLOUDFLARE_API_URL", "https://api.cloudflare.com/client/v4"),

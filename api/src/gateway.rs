@@ -194,12 +194,18 @@ impl<E: Endpoint> Gateway<E> {
             if operation.access == Access::FullAccess && key.permission == Permission::SendingAccess {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
             }
+            // Only requests that carry a session cookie pay for looking it up.
+            let signed_in_admin = match cookie(&req, crate::routes::auth::COOKIE) {
+                Some(_) => self.session_of(&req).await.ok().filter(|s| s.team_id == Some(key.team_id) && s.role.as_deref() == Some("admin")).map(|s| s.person_id),
+                None => None,
+            };
             req.extensions_mut().insert(Caller {
                 team_id: key.team_id,
                 key_id: key.key_id,
                 permission: key.permission,
                 domain_id: key.domain_id,
                 inbox_access: key.inbox_access,
+                signed_in_admin,
             });
         } else if routing.is_some() && operation.is_none() {
             handled.response = routing_response(routing, &path, request_id);

@@ -1,6 +1,7 @@
 //! Herald's API: the `herald` binary's CLI, configuration, the gateway (auth, rate limit,
 //! errors, request logs), idempotency, and one module of routes per resource.
 
+pub mod account_mail;
 pub mod app;
 pub mod auth_cache;
 pub mod body;
@@ -12,6 +13,7 @@ pub mod gateway;
 pub mod idempotency;
 pub mod input;
 pub mod metrics;
+pub mod mfa;
 pub mod openapi_doc;
 pub mod openapi_webhooks;
 pub mod operations;

@@ -63,6 +63,9 @@ pub struct Caller {
     pub permission: Permission,
     pub domain_id: Option<Uuid>,
     pub inbox_access: InboxAccess,
+    /// The person, when the request also carries the dashboard session of an admin of the key's
+    /// team (with its CSRF token): what raising a key's Inbox access needs.
+    pub signed_in_admin: Option<Uuid>,
 }
 
 /// Facts about every request, authenticated or not.

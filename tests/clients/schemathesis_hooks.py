@@ -26,11 +26,19 @@ EXCLUSIONS = [
         "characters and its name one line: rules of the address syntax and of what already exists",
     ),
     (
+        "ST202", r"^POST /auth/password-reset$", "validation_error", r"`email`",
+        "a reset is asked for an RFC 5322 mailbox: a rule of the address syntax",
+    ),
+    (
         "ST202", r"^POST /auth/login$", None, r"address or the password is wrong|Too many failed sign-ins",
         "signing in needs an account's own address and password; failures are throttled",
     ),
     (
-        "ST202", r"^(GET /auth/session|POST /auth/logout|GET /teams|POST /teams)$", "invalid_permission", r"session cookie",
+        "ST202",
+        r"^(GET /auth/session|POST /auth/(logout|verify-email/resend|invitations/accept|mfa/totp(/confirm|/disable)?)"
+        r"|(GET|POST) /teams|POST /teams/\{team_id\}/switch|(PATCH|DELETE) /team/members/\{user_id\}"
+        r"|(GET|POST) /team/invitations|DELETE /team/invitations/\{invitation_id\})$",
+        "invalid_permission", r"session cookie",
         "the dashboard session's routes take its cookie and refuse the API key this run sends",
     ),
     (

@@ -57,6 +57,8 @@ struct Team {
     label: &'static str,
     id: Uuid,
     key: String,
+    /// A session of the team's admin (cookie token, CSRF token), for the session's routes.
+    session: (String, String),
 }
 
 impl Team {
@@ -97,8 +99,16 @@ impl Reply {
     }
 }
 
-async fn call(app: &TestApp, key: &str, method: &Method, path: &str, payload: &Payload) -> Reply {
-    let request = app.request_as(key, method.clone(), path);
+/// A request of `team`: with its admin's session on the session's routes, else with its key.
+async fn call(app: &TestApp, team: &Team, method: &Method, path: &str, payload: &Payload) -> Reply {
+    let route = api::operations::route(&poem::http::Method::from_bytes(method.as_str().as_bytes()).unwrap(), path.split('?').next().unwrap());
+    let by_session = matches!(route, api::operations::Routing::Found(op) if op.access == Access::Session);
+    let request = if by_session {
+        let (token, csrf) = &team.session;
+        app.client.request(method.clone(), app.url(path)).header("cookie", format!("herald_session={token}")).header("x-csrf-token", csrf)
+    } else {
+        app.request_as(&team.key, method.clone(), path)
+    };
     let request = match payload {
         Payload::Empty => request,
         Payload::Json(body) => request.json(body),
@@ -107,21 +117,40 @@ async fn call(app: &TestApp, key: &str, method: &Method, path: &str, payload: &P
     };
     let response = request.send().await.unwrap();
     let status = response.status().as_u16();
-    let request_id = response.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string);
+    // The request log holds API calls; the session's requests are not in it.
+    let request_id = response.headers().get("x-request-id").and_then(|v| v.to_str().ok()).map(str::to_string).filter(|_| !by_session);
     let text = response.text().await.unwrap();
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
     Reply { status, body, request_id }
 }
 
+/// A person who administers only this team, signed in: their session's cookie and CSRF tokens.
+async fn admin_session(app: &TestApp, team_id: Uuid, label: &str) -> (String, String) {
+    let person = Uuid::now_v7();
+    sqlx::query("INSERT INTO people (id, email, name, password_hash) VALUES ($1, $2, 'Admin', 'unused')").bind(person).bind(format!("admin@{label}.example")).execute(&app.pool).await.unwrap();
+    sqlx::query("INSERT INTO memberships (team_id, person_id, role) VALUES ($1, $2, 'admin')").bind(team_id).bind(person).execute(&app.pool).await.unwrap();
+    let (token, csrf) = (format!("hs_probe_{}", person.simple()), format!("csrf_{label}"));
+    sqlx::query("INSERT INTO sessions (id, token_hash, person_id, team_id, csrf_token, expires_at) VALUES ($1, $2, $3, $4, $5, now() + interval '1 day')")
+        .bind(Uuid::now_v7())
+        .bind(schema::secret::hash(&token))
+        .bind(person)
+        .bind(team_id)
+        .bind(&csrf)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    (token, csrf)
+}
+
 /// A 2xx answer's body, else a panic naming the call.
 async fn created(app: &TestApp, team: &Team, path: &str, body: Value) -> Value {
-    let reply = call(app, &team.key, &Method::POST, path, &Payload::Json(body)).await;
+    let reply = call(app, team, &Method::POST, path, &Payload::Json(body)).await;
     assert!((200..300).contains(&reply.status), "team {} POST {path}: {}", team.label, reply.summary());
     reply.body
 }
 
 async fn get(app: &TestApp, team: &Team, path: &str) -> Value {
-    let reply = call(app, &team.key, &Method::GET, path, &Payload::Empty).await;
+    let reply = call(app, team, &Method::GET, path, &Payload::Empty).await;
     assert_eq!(reply.status, 200, "team {} GET {path}: {}", team.label, reply.summary());
     reply.body
 }
@@ -151,6 +180,7 @@ fn multipart(parts: &[(String, Option<&str>, Vec<u8>)]) -> Payload {
 async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver) {
     // An API key besides the team's own, which the probe must not revoke.
     created(app, team, "/api-keys", json!({ "name": "probe target", "permission": "sending_access" })).await;
+    created(app, team, "/team/invitations", json!({ "email": format!("invitee@{}.example", team.label), "role": "member" })).await;
     let topic = created(app, team, "/topics", json!({ "name": "News", "default_subscription": "opt_out" })).await;
     created(app, team, "/contact-properties", json!({ "key": "plan", "type": "string" })).await;
     let segment = created(app, team, "/segments", json!({ "name": "Readers" })).await;
@@ -184,7 +214,7 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     // An import of the same contact (so that it stays the team's only one).
     let csv = format!("email,first_name\n{},Reader\n", team.contact()).into_bytes();
     let upload = multipart(&[("file".to_string(), Some("contacts.csv"), csv)]);
-    let import = call(app, &team.key, &Method::POST, "/contacts/imports", &upload).await;
+    let import = call(app, team, &Method::POST, "/contacts/imports", &upload).await;
     assert!((200..300).contains(&import.status), "import: {}", import.summary());
     let import_path = format!("/contacts/imports/{}", import.body["id"].as_str().unwrap());
 
@@ -208,7 +238,7 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     // A received email, over SMTP to the team's domain with receiving on.
     let domains = get(app, team, "/domains").await;
     let domain_id = domains["data"].as_array().unwrap().iter().find(|d| d["name"] == domain).unwrap()["id"].as_str().unwrap().to_string();
-    let on = call(app, &team.key, &Method::PATCH, &format!("/domains/{domain_id}"), &Payload::Json(json!({ "capabilities": { "receiving": "enabled" } }))).await;
+    let on = call(app, team, &Method::PATCH, &format!("/domains/{domain_id}"), &Payload::Json(json!({ "capabilities": { "receiving": "enabled" } }))).await;
     assert_eq!(on.status, 200, "receiving on: {}", on.summary());
     let port = app.start_inbound(|_| {}).await;
     let raw = format!("From: someone@sender.example\r\nTo: inbox@{domain}\r\nSubject: Hello\r\nMIME-Version: 1.0\r\n\
@@ -251,7 +281,7 @@ async fn resolve(app: &TestApp, team: &Team, template: &str, lists: &mut HashMap
         };
         let collection = if built.is_empty() { "/".to_string() } else { built.clone() };
         if let Entry::Vacant(entry) = lists.entry((team.id, collection.clone())) {
-            entry.insert(call(app, &team.key, &Method::GET, &collection, &Payload::Empty).await);
+            entry.insert(call(app, team, &Method::GET, &collection, &Payload::Empty).await);
         }
         let list = &lists[&(team.id, collection.clone())];
         if list.status != 200 {
@@ -260,7 +290,7 @@ async fn resolve(app: &TestApp, team: &Team, template: &str, lists: &mut HashMap
         let item = &list.body["data"][0];
         // A template's versions are named by their number.
         let number = (name == "version").then(|| item["version"].as_i64().map(|n| n.to_string())).flatten();
-        let Some(id) = item["id"].as_str().or(number.as_deref()) else {
+        let Some(id) = item["id"].as_str().or(item["user_id"].as_str()).or(number.as_deref()) else {
             return Err(format!("{{{name}}}: GET {collection} lists nothing of team {} ({})", team.label, list.body));
         };
         let mut forms: Forms = vec![("id", id.to_string())];
@@ -437,7 +467,8 @@ async fn probes(app: &TestApp, a: &Team, b: &Team, failures: &mut Vec<String>, n
             // team's id; who holds the link may use it, whatever team they are in.
             Access::Public | Access::Page => continue,
             Access::SendingAccess | Access::FullAccess => {}
-            access @ (Access::Session | Access::TokenOnly) => {
+            Access::Session => {}
+            access @ Access::TokenOnly => {
                 failures.push(format!("{}: team B has no {access:?} credential in this probe; give it one", operation.id));
                 continue;
             }
@@ -460,7 +491,7 @@ async fn probes(app: &TestApp, a: &Team, b: &Team, failures: &mut Vec<String>, n
         if method_of(operation) == Method::GET {
             let values: Vec<String> = theirs.iter().map(|forms| forms[0].1.clone()).collect();
             let path = fill(operation.path, &values);
-            let own = call(app, &a.key, &Method::GET, &path, &Payload::Empty).await;
+            let own = call(app, a, &Method::GET, &path, &Payload::Empty).await;
             if own.status != 200 {
                 notes.push(format!("{}: team A's own GET {path} answers {} (B's 404 there is vacuous)", operation.id, own.summary()));
             }
@@ -636,9 +667,9 @@ async fn another_teams_ids_answer_404_on_every_route_and_change_nothing() {
     let mail = mail::setup_with(SmtpSink::start().await, |config| config.webhook_allow_private = true).await;
     let app = &mail.app;
     let receiver = Receiver::start().await;
-    let a = Team { label: "a", id: app.team_id, key: app.key.clone() };
+    let a = Team { label: "a", id: app.team_id, key: app.key.clone(), session: admin_session(app, app.team_id, "a").await };
     let (b_id, b_key) = api::cli::create_team(&app.pool, "Team B").await.unwrap();
-    let b = Team { label: "b", id: b_id, key: b_key };
+    let b = Team { label: "b", id: b_id, key: b_key, session: admin_session(app, b_id, "b").await };
     sqlx::query("UPDATE teams SET plan_code = 'pro', sandbox_regions = '{}' WHERE id = $1").bind(b.id).execute(&app.pool).await.unwrap();
     tests::mail::verified_domain_as(app, &b.key, "beta.test", json!({})).await;
     populate(app, &a, SENDING_DOMAIN, &receiver).await;
@@ -655,7 +686,7 @@ async fn another_teams_ids_answer_404_on_every_route_and_change_nothing() {
 
     let mut request_ids = Vec::new();
     for probe in &probes {
-        let reply = call(app, &b.key, &probe.method, &probe.path, &probe.payload).await;
+        let reply = call(app, &b, &probe.method, &probe.path, &probe.payload).await;
         request_ids.extend(reply.request_id.clone());
         let at = format!("{} {} {} [{}]", probe.operation.id, probe.method, probe.path, probe.owners);
         if reply.is_not_found() {
@@ -664,7 +695,7 @@ async fn another_teams_ids_answer_404_on_every_route_and_change_nothing() {
         }
         // A handler may check the body before looking the id up: then an unknown id must get
         // the very same refusal, so that the answer says nothing about A's resource.
-        let control = call(app, &b.key, &probe.method, &probe.unknown_path, &probe.payload).await;
+        let control = call(app, &b, &probe.method, &probe.unknown_path, &probe.payload).await;
         request_ids.extend(control.request_id.clone());
         if (400..500).contains(&reply.status) && (control.status, control.name()) == (reply.status, reply.name()) {
             notes.push(format!("{at}: answers {} for A's id and an unknown one alike (the body is checked first)", reply.summary()));

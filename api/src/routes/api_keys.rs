@@ -34,9 +34,11 @@ pub struct CreateApiKey {
     pub permission: Option<Permission>,
     /// Pins a `sending_access` key to one verified domain; fixed at creation.
     pub domain_id: Option<IdText>,
-    /// Inbox access; above `none` needs a team admin signed in to the dashboard.
+    /// Inbox access; above `none` needs a team admin signed in to the dashboard: the request
+    /// carries, besides the key, an admin's session cookie and its `X-CSRF-Token`.
     pub inbox_access: Option<InboxAccess>,
-    /// Channels the key's Inbox access is limited to; needs a team admin.
+    /// Channels (up to 100 ids) the key's Inbox access is limited to; needs a signed-in team admin.
+    #[oai(validator(max_items = 100))]
     pub inbox_channel_ids: Option<Vec<String>>,
 }
 
@@ -62,9 +64,11 @@ pub struct UpdateApiKey {
     /// New name, up to 255 characters.
     #[oai(validator(min_length = 1, max_length = 255, pattern = r"\S"))]
     pub name: Option<String>,
-    /// Lowering to `none` clears the channel limit; raising needs a signed-in team admin.
+    /// Lowering to `none` clears the channel limit; raising needs a signed-in team admin (the
+    /// session cookie and `X-CSRF-Token` of an admin of the key's team on the same request).
     pub inbox_access: Option<InboxAccess>,
-    /// Any change needs a signed-in team admin; null lifts the limit.
+    /// Up to 100 channel ids; any change needs a signed-in team admin; null lifts the limit.
+    #[oai(validator(max_items = 100))]
     #[serde(default)]
     pub inbox_channel_ids: MaybeUndefined<Vec<String>>,
     /// Not in the document: refused unless it equals the current value (clients in the wild repeat it).
@@ -136,9 +140,11 @@ impl ApiKeysApi {
                 Some(schema::ids::parse_id(raw).ok_or_else(|| ApiError::invalid_field("domain_id", "must be a domain id"))?)
             }
         };
-        if body.inbox_access.is_some_and(|access| access != InboxAccess::None) || body.inbox_channel_ids.is_some() {
+        let inbox_access = body.inbox_access.unwrap_or(InboxAccess::None);
+        if (inbox_access != InboxAccess::None || body.inbox_channel_ids.is_some()) && caller.signed_in_admin.is_none() {
             return Err(needs_admin());
         }
+        let channels = body.inbox_channel_ids.as_deref().map(channel_ids).transpose()?;
         let token = schema::secret::mint("rk_");
         let id = schema::ids::new_id();
         let mut tx = state.pool.begin().await?;
@@ -159,6 +165,8 @@ impl ApiKeysApi {
                 domain_id,
                 token_hash: &token.hash,
                 key_prefix: &token.prefix,
+                inbox_access,
+                inbox_channel_ids: channels.as_deref(),
             },
         )
         .await?;
@@ -218,16 +226,22 @@ impl ApiKeysApi {
         let body = body.0;
         let id = path_id(&api_key_id.0, "API key")?;
         let name = body.name.as_deref().map(key_name).transpose()?;
-        if !body.inbox_channel_ids.is_undefined() {
+        let admin = caller.signed_in_admin.is_some();
+        if !body.inbox_channel_ids.is_undefined() && !admin {
             return Err(needs_admin());
         }
+        let channels = match &body.inbox_channel_ids {
+            MaybeUndefined::Undefined => None,
+            MaybeUndefined::Null => Some(None),
+            MaybeUndefined::Value(ids) => Some(Some(channel_ids(ids)?)),
+        };
 
         let mut tx = state.pool.begin().await?;
         let key = api_keys::get(&mut tx, caller.team_id, id)
             .await?
             .filter(|key| key.status != KeyStatus::Revoked)
             .ok_or_else(|| ApiError::not_found("API key"))?;
-        if body.inbox_access.is_some_and(|access| access > key.inbox_access) {
+        if body.inbox_access.is_some_and(|access| access > key.inbox_access) && !admin {
             return Err(needs_admin());
         }
         if body.permission.is_some_and(|permission| permission != key.permission) {
@@ -237,7 +251,7 @@ impl ApiKeysApi {
         if !body.domain_id.is_undefined() && body.domain_id.as_opt_ref() != Some(pinned.as_ref()) {
             return Err(ApiError::invalid_field("domain_id", "is fixed at creation"));
         }
-        api_keys::update(&mut tx, caller.team_id, id, name.as_deref(), body.inbox_access)
+        api_keys::update(&mut tx, caller.team_id, id, name.as_deref(), body.inbox_access, channels.as_ref().map(|c| c.as_deref()))
             .await?
             .ok_or_else(|| ApiError::not_found("API key"))?;
         tx.commit().await?;
@@ -284,8 +298,23 @@ fn needs_admin() -> ApiError {
     ApiError::new(
         StatusCode::FORBIDDEN,
         "invalid_permission",
-        "Raising Inbox access or changing its channels needs a signed-in team admin; an API key cannot do it.",
+        "Raising Inbox access or changing its channels needs a signed-in team admin: send the request with the key and, \
+         on the same request, an admin's dashboard session cookie and its `X-CSRF-Token`.",
     )
+}
+
+/// Inbox channel ids: up to 100 distinct ids (`422 validation_error` otherwise).
+fn channel_ids(ids: &[String]) -> ApiResult<Vec<Uuid>> {
+    if ids.len() > 100 {
+        return Err(ApiError::refused_field("inbox_channel_ids", "at most 100 channels"));
+    }
+    let mut parsed = ids
+        .iter()
+        .map(|id| schema::ids::parse_id(id).ok_or_else(|| ApiError::refused_field("inbox_channel_ids", format!("{id:?} is not a channel id"))))
+        .collect::<ApiResult<Vec<Uuid>>>()?;
+    parsed.sort();
+    parsed.dedup();
+    Ok(parsed)
 }
 
 fn item(key: api_keys::ApiKey) -> ApiKeyItem {

@@ -34,6 +34,16 @@ crate::choices! {
     Role = &["admin", "member", "viewer"];
 }
 
+/// A role from a body: required, and one of [`Role`]'s values (`422 validation_error` otherwise).
+pub fn role(choice: Option<Choice<Role>>) -> ApiResult<String> {
+    use crate::fields::Choices;
+    let role = choice.ok_or_else(|| ApiError::missing_field("role"))?;
+    if !Role::VALUES.contains(&role.as_str()) {
+        return Err(ApiError::refused_field("role", format!("must be one of {}", Role::VALUES.join(", "))));
+    }
+    Ok(role.into_string())
+}
+
 /// Body of `POST /auth/signup`.
 #[derive(Object, Deserialize)]
 pub struct SignUp {
@@ -55,6 +65,10 @@ pub struct SignIn {
     pub email: Required<String>,
     #[oai(validator(max_length = 200))]
     pub password: Required<String>,
+    /// The six-digit code of the person's authenticator app, or one of their recovery codes;
+    /// needed when the account has TOTP turned on.
+    #[oai(validator(max_length = 40))]
+    pub mfa_code: Option<String>,
 }
 
 /// The signed-in person.
@@ -65,6 +79,8 @@ pub struct PersonView {
     pub name: String,
     /// Whether the address has been confirmed.
     pub email_verified: bool,
+    /// Whether sign-in asks for a TOTP code.
+    pub mfa_enabled: bool,
 }
 
 /// The session's current team and the person's role in it.
@@ -128,15 +144,12 @@ impl AuthApi {
         let body = body.0;
         let email = address(body.email.0)?;
         let password = body.password.0.ok_or_else(|| ApiError::missing_field("password"))?;
-        if !PASSWORD_CHARS.contains(&password.chars().count()) {
-            return Err(ApiError::refused_field("password", "must be 10 to 200 characters"));
-        }
         let name = body.name.0.ok_or_else(|| ApiError::missing_field("name"))?;
         let name = name.trim().to_string();
         if name.is_empty() || name.chars().count() > 100 || name.contains(['\r', '\n']) {
             return Err(ApiError::refused_field("name", "must be 1 to 100 characters on one line"));
         }
-        let password_hash = tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(anyhow::Error::from)??;
+        let password_hash = new_password_hash(password).await?;
         let person_id = schema::ids::new_id();
         let team_name: String = format!("{name}'s team").chars().take(80).collect();
         let mut tx = state.pool.begin().await?;
@@ -144,6 +157,7 @@ impl AuthApi {
             return Err(ApiError::refused_field("email", "an account with this address exists; sign in instead"));
         }
         let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;
+        crate::routes::account::mail_verification(&mut tx, &state, person_id, &email).await?;
         let (view, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
         tx.commit().await?;
         Ok(SignedUp::Created(Json(view), cookie))
@@ -158,25 +172,9 @@ impl AuthApi {
         let body = body.0;
         let email = address(body.email.0).map_err(|_| wrong_credentials())?;
         let password = body.password.0.ok_or_else(|| ApiError::missing_field("password"))?;
-        let password = password.chars().take(*PASSWORD_CHARS.end() + 1).collect::<String>();
         let ip = crate::routes::pages::visitor(request).0;
-        let since = Utc::now() - TimeDelta::minutes(FAILURE_WINDOW_MINUTES);
-        let mut conn = state.pool.acquire().await?;
-        let (by_address, by_client) = people::failures(&mut conn, &email, ip.as_deref(), since).await?;
-        if by_address >= FAILURES_PER_ADDRESS || by_client >= FAILURES_PER_CLIENT {
-            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Too many failed sign-ins. Try again in 15 minutes."));
-        }
-        let person = people::by_email(&mut conn, &email).await?;
-        // An unknown address is checked against a throwaway hash, so both answers take as long.
-        let stored = person.as_ref().map_or_else(|| DUMMY_HASH.clone(), |p| p.password_hash.clone());
-        let right = tokio::task::spawn_blocking(move || verify_password(&password, &stored)).await.map_err(anyhow::Error::from)?;
-        let Some(person) = person.filter(|_| right) else {
-            people::record_failure(&mut conn, &email, ip.as_deref()).await?;
-            return Err(wrong_credentials());
-        };
-        drop(conn);
+        let person = authenticate(&state, &email, &password, body.mfa_code.as_deref(), ip.as_deref()).await?;
         let mut tx = state.pool.begin().await?;
-        people::clear_failures(&mut tx, &email).await?;
         let team_id = people::first_team(&mut tx, person.id).await?;
         let (view, cookie) = open(&state, &mut tx, person.id, team_id).await?;
         tx.commit().await?;
@@ -198,8 +196,49 @@ impl AuthApi {
     }
 }
 
+/// Checks a sign-in: the throttle (five failures per address, twenty per client address, in
+/// 15 minutes), the password, and the TOTP or recovery code when the account has TOTP on. A
+/// failure is recorded and answers `403 validation_error` (a missing code says so in
+/// `details.mfa_required`); over the throttle, `429 rate_limit_exceeded`.
+pub async fn authenticate(state: &AppState, email: &str, password: &str, mfa_code: Option<&str>, ip: Option<&str>) -> ApiResult<people::Person> {
+    let password = password.chars().take(*PASSWORD_CHARS.end() + 1).collect::<String>();
+    let since = Utc::now() - TimeDelta::minutes(FAILURE_WINDOW_MINUTES);
+    let mut conn = state.pool.acquire().await?;
+    let (by_address, by_client) = people::failures(&mut conn, email, ip, since).await?;
+    if by_address >= FAILURES_PER_ADDRESS || by_client >= FAILURES_PER_CLIENT {
+        return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Too many failed sign-ins. Try again in 15 minutes."));
+    }
+    let person = people::by_email(&mut conn, email).await?;
+    // An unknown address is checked against a throwaway hash, so both answers take as long.
+    let stored = person.as_ref().map_or_else(|| DUMMY_HASH.clone(), |p| p.password_hash.clone());
+    let right = tokio::task::spawn_blocking(move || verify_password(&password, &stored)).await.map_err(anyhow::Error::from)?;
+    let Some(person) = person.filter(|_| right) else {
+        people::record_failure(&mut conn, email, ip).await?;
+        return Err(wrong_credentials());
+    };
+    drop(conn);
+    let mut tx = state.pool.begin().await?;
+    if person.totp_enabled_at.is_some() {
+        let Some(code) = mfa_code.filter(|c| !c.trim().is_empty()) else {
+            return Err(ApiError::not_allowed("This account asks for a second factor: send the authenticator's code (or a recovery code) in `mfa_code`.")
+                .with_error("mfa_code", "is required for this account")
+                .with_details(serde_json::json!({ "mfa_required": true })));
+        };
+        if !crate::routes::account::second_factor(&mut tx, person.id, code).await? {
+            drop(tx);
+            people::record_failure(&mut *state.pool.acquire().await?, email, ip).await?;
+            return Err(ApiError::not_allowed("The authenticator code is wrong or was already used.")
+                .with_error("mfa_code", "is wrong or was already used")
+                .with_details(serde_json::json!({ "mfa_required": true })));
+        }
+    }
+    people::clear_failures(&mut tx, email).await?;
+    tx.commit().await?;
+    Ok(person)
+}
+
 /// Opens a session in `tx`; answers its view and the `Set-Cookie` value.
-async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid::Uuid, team_id: Option<uuid::Uuid>) -> ApiResult<(SessionView, String)> {
+pub async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid::Uuid, team_id: Option<uuid::Uuid>) -> ApiResult<(SessionView, String)> {
     let token = schema::secret::mint("hs_");
     let csrf = schema::secret::mint("").plaintext;
     let expires_at = Utc::now() + TimeDelta::days(SESSION_DAYS);
@@ -209,7 +248,7 @@ async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid::Uu
     Ok((view(&session), cookie))
 }
 
-fn secure(state: &AppState) -> &'static str {
+pub fn secure(state: &AppState) -> &'static str {
     if state.config.public_url.starts_with("https://") { "; Secure" } else { "" }
 }
 
@@ -226,6 +265,7 @@ pub fn view(session: &people::Session) -> SessionView {
             email: session.email.clone(),
             name: session.name.clone(),
             email_verified: session.email_verified_at.is_some(),
+            mfa_enabled: session.mfa_enabled,
         },
         team: Nullable(team),
         csrf_token: session.csrf_token.clone(),
@@ -234,7 +274,7 @@ pub fn view(session: &people::Session) -> SessionView {
 }
 
 /// An account's address: bare and lower-case.
-fn address(raw: Option<String>) -> ApiResult<String> {
+pub fn address(raw: Option<String>) -> ApiResult<String> {
     let raw = raw.ok_or_else(|| ApiError::missing_field("email"))?;
     let mailbox = schema::email::Mailbox::parse(raw.trim()).map_err(|e| ApiError::refused_field("email", e))?;
     Ok(mailbox.key())
@@ -248,6 +288,15 @@ fn wrong_credentials() -> ApiError {
 /// An argon2id hash of a password nobody has, checked when the address has no account.
 static DUMMY_HASH: std::sync::LazyLock<String> =
     std::sync::LazyLock::new(|| hash_password(&schema::secret::mint("").plaintext).unwrap_or_default());
+
+/// Checks a new password's length (10 to 200 characters) and hashes it with argon2id off the
+/// async threads.
+pub async fn new_password_hash(password: String) -> ApiResult<String> {
+    if !PASSWORD_CHARS.contains(&password.chars().count()) {
+        return Err(ApiError::refused_field("password", "must be 10 to 200 characters"));
+    }
+    Ok(tokio::task::spawn_blocking(move || hash_password(&password)).await.map_err(anyhow::Error::from)??)
+}
 
 fn hash_password(password: &str) -> anyhow::Result<String> {
     use argon2::password_hash::{PasswordHasher, SaltString, rand_core::OsRng};

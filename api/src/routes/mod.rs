@@ -1,5 +1,6 @@
 //! One module per resource: its OpenAPI struct, request and response types and handlers.
 
+pub mod account;
 pub mod api_keys;
 pub mod audiences;
 pub mod auth;
@@ -14,6 +15,7 @@ pub mod email_shares;
 pub mod emails;
 pub mod events;
 pub mod health;
+pub mod invitations;
 pub mod logs;
 pub mod pages;
 pub mod preferences;
@@ -114,6 +116,8 @@ apis!(
         pages::PagesApi,
         preferences::PreferencesApi,
         tracking::TrackingApi,
+        account::AccountApi,
+        invitations::InvitationsApi,
     ],
 );
 

@@ -47,7 +47,7 @@ pub enum PageResponse {
 }
 
 /// A page whose forms post back to Herald.
-const FORM_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+pub const FORM_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 impl PageResponse {
     fn page(html: String) -> Self {

@@ -4,6 +4,7 @@
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::{Choice, Required};
+use poem_openapi::param::Path;
 use crate::routes::Tag;
 use crate::routes::auth::{Role, SessionView};
 use crate::state::{AppState, Caller, SessionCaller};
@@ -67,6 +68,22 @@ pub struct TeamMemberList {
     pub data: Vec<TeamMember>,
 }
 
+/// Body of `PATCH /team/members/{user_id}`.
+#[derive(Object, Deserialize)]
+pub struct ChangeRole {
+    pub role: Required<Choice<Role>>,
+}
+
+/// `{ object: "team_member", user_id, deleted: true }`.
+#[derive(Object)]
+pub struct MemberRemoved {
+    /// Always `team_member`.
+    pub object: String,
+    pub user_id: String,
+    /// Always true.
+    pub deleted: bool,
+}
+
 #[derive(ApiResponse)]
 pub enum CreateTeamResponse {
     /// The session, now in the new team.
@@ -109,6 +126,76 @@ impl TeamsApi {
         tx.commit().await?;
         Ok(CreateTeamResponse::Created(Json(crate::routes::auth::view(&now))))
     }
+
+    /// Make one of the person's teams the session's current team. A team the person does not
+    /// belong to is `404 not_found`.
+    #[oai(path = "/teams/:team_id/switch", method = "post", operation_id = "switch-team")]
+    async fn switch(&self, state: Data<&AppState>, session: Data<&SessionCaller>, team_id: Path<String>) -> ApiResult<Json<SessionView>> {
+        let session = &session.0.session;
+        let team_id: Uuid = crate::routes::path_id(&team_id.0, "Team")?;
+        let mut tx = state.pool.begin().await?;
+        if people::role_in(&mut tx, team_id, session.person_id).await?.is_none() {
+            return Err(ApiError::not_found("Team"));
+        }
+        people::switch_team(&mut tx, session.id, team_id).await?;
+        let now = people::session_by_id(&mut tx, session.id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+        tx.commit().await?;
+        Ok(Json(crate::routes::auth::view(&now)))
+    }
+
+    /// Give a member of the session's current team another role (admins only). Taking the team's
+    /// last admin away is `422 validation_error`; someone outside the team is `404 not_found`.
+    #[oai(path = "/team/members/:user_id", method = "patch", operation_id = "update-team-member")]
+    async fn change_role(&self, state: Data<&AppState>, session: Data<&SessionCaller>, user_id: Path<String>, body: Body<ChangeRole>) -> ApiResult<Json<TeamMember>> {
+        let role = crate::routes::auth::role(body.0.role.0)?;
+        let team_id = admin_team(&session.0.session)?;
+        let person_id: Uuid = crate::routes::path_id(&user_id.0, "Team member")?;
+        let mut tx = state.pool.begin().await?;
+        member_change(people::set_role(&mut tx, team_id, person_id, &role).await?)?;
+        let member = people::members(&mut tx, team_id).await?.into_iter().find(|m| m.person_id == person_id).ok_or_else(|| ApiError::not_found("Team member"))?;
+        tx.commit().await?;
+        Ok(Json(member_view(member)))
+    }
+
+    /// Remove a member from the session's current team: an admin removes anyone, anyone may
+    /// leave. The team's last admin cannot go (`422 validation_error`). Their sessions keep the
+    /// person but lose the team at once.
+    #[oai(path = "/team/members/:user_id", method = "delete", operation_id = "remove-team-member")]
+    async fn remove(&self, state: Data<&AppState>, session: Data<&SessionCaller>, user_id: Path<String>) -> ApiResult<Json<MemberRemoved>> {
+        let session = &session.0.session;
+        let person_id: Uuid = crate::routes::path_id(&user_id.0, "Team member")?;
+        let team_id = if person_id == session.person_id { current_team(session)? } else { admin_team(session)? };
+        let mut tx = state.pool.begin().await?;
+        member_change(people::remove_member(&mut tx, team_id, person_id).await?)?;
+        tx.commit().await?;
+        Ok(Json(MemberRemoved { object: "team_member".into(), user_id: person_id.to_string(), deleted: true }))
+    }
+}
+
+/// The session's current team; `403 invalid_permission` when it has none.
+pub fn current_team(session: &people::Session) -> ApiResult<Uuid> {
+    session.team_id.ok_or_else(|| ApiError::invalid_permission("The session has no current team; switch to one with `POST /teams/{team_id}/switch`."))
+}
+
+/// The session's current team when the person is its admin; `403 invalid_permission` otherwise.
+pub fn admin_team(session: &people::Session) -> ApiResult<Uuid> {
+    let team_id = current_team(session)?;
+    if session.role.as_deref() != Some("admin") {
+        return Err(ApiError::invalid_permission("Only an admin of the team can do this."));
+    }
+    Ok(team_id)
+}
+
+fn member_change(change: people::MemberChange) -> ApiResult<()> {
+    match change {
+        people::MemberChange::Done => Ok(()),
+        people::MemberChange::NotMember => Err(ApiError::not_found("Team member")),
+        people::MemberChange::LastAdmin => Err(ApiError::refused("A team keeps at least one admin: make someone else admin first.")),
+    }
+}
+
+fn member_view(m: people::Member) -> TeamMember {
+    TeamMember { object: "team_member".into(), user_id: m.person_id.to_string(), email: m.email, name: m.name, role: Choice::new(m.role), joined_at: m.joined_at }
 }
 
 #[poem_openapi::OpenApi(tag = "Tag::Team")]
@@ -118,17 +205,7 @@ impl MembersApi {
     #[oai(path = "/team/members", method = "get", operation_id = "list-team-members")]
     async fn members(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<TeamMemberList>> {
         let members = people::members(&mut *state.pool.acquire().await?, caller.team_id).await?;
-        let data = members
-            .into_iter()
-            .map(|m| TeamMember {
-                object: "team_member".into(),
-                user_id: m.person_id.to_string(),
-                email: m.email,
-                name: m.name,
-                role: Choice::new(m.role),
-                joined_at: m.joined_at,
-            })
-            .collect();
+        let data = members.into_iter().map(member_view).collect();
         Ok(Json(TeamMemberList { object: "list".into(), data }))
     }
 }

@@ -15,6 +15,9 @@ pub struct NewApiKey<'a> {
     pub domain_id: Option<Uuid>,
     pub token_hash: &'a [u8],
     pub key_prefix: &'a str,
+    pub inbox_access: InboxAccess,
+    /// Channels the Inbox access is limited to; `None` is no limit.
+    pub inbox_channel_ids: Option<&'a [Uuid]>,
 }
 
 /// A key as listed (never its token).
@@ -55,8 +58,8 @@ const COLUMNS: &str = "id, name, created_at, last_used_at, permission, domain_id
 
 pub async fn insert(conn: &mut PgConnection, key: &NewApiKey<'_>) -> sqlx::Result<()> {
     sqlx::query(
-        "INSERT INTO api_keys (id, team_id, name, permission, domain_id, token_hash, key_prefix)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        "INSERT INTO api_keys (id, team_id, name, permission, domain_id, token_hash, key_prefix, inbox_access, inbox_channel_ids)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(key.id)
     .bind(key.team_id)
@@ -65,6 +68,8 @@ pub async fn insert(conn: &mut PgConnection, key: &NewApiKey<'_>) -> sqlx::Resul
     .bind(key.domain_id)
     .bind(key.token_hash)
     .bind(key.key_prefix)
+    .bind(key.inbox_access)
+    .bind(key.inbox_channel_ids)
     .execute(conn)
     .await?;
     Ok(())
@@ -110,20 +115,22 @@ pub async fn list(
     Ok(page.finish(rows))
 }
 
-/// Changes a live key's name and lowers its Inbox access. `None` when the key is missing,
-/// another team's, or revoked.
+/// Changes a live key's name, Inbox access and channel limit (`channels`: `Some` sets the limit,
+/// `Some(None)` lifts it; lowering the access to `none` clears it). `None` when the key is
+/// missing, another team's, or revoked.
 pub async fn update(
     conn: &mut PgConnection,
     team_id: Uuid,
     id: Uuid,
     name: Option<&str>,
     inbox_access: Option<InboxAccess>,
+    channels: Option<Option<&[Uuid]>>,
 ) -> sqlx::Result<Option<Uuid>> {
     sqlx::query_scalar(
         "UPDATE api_keys SET
              name = COALESCE($3, name),
              inbox_access = COALESCE($4, inbox_access),
-             inbox_channel_ids = CASE WHEN $4 = 'none' THEN NULL ELSE inbox_channel_ids END
+             inbox_channel_ids = CASE WHEN $4 = 'none' THEN NULL WHEN $5 THEN $6 ELSE inbox_channel_ids END
          WHERE team_id = $1 AND id = $2 AND status <> 'revoked'
          RETURNING id",
     )
@@ -131,6 +138,8 @@ pub async fn update(
     .bind(id)
     .bind(name)
     .bind(inbox_access)
+    .bind(channels.is_some())
+    .bind(channels.flatten())
     .fetch_optional(conn)
     .await
 }

@@ -427,3 +427,15 @@ pub async fn ensure_dev_senders(conn: &mut PgConnection, private_pem: &str, publ
     .await?;
     Ok(added.rows_affected() / 2)
 }
+
+/// The verified, sending domain `name` on whichever team holds it (the oldest verified copy):
+/// where account mail from `HERALD_SYSTEM_FROM` is sent from.
+pub async fn system_sender(conn: &mut PgConnection, name: &str) -> sqlx::Result<Option<Domain>> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM domains WHERE name = $1 AND status = 'verified' AND sending_enabled AND NOT development
+         ORDER BY first_verified_at, id LIMIT 1"
+    )))
+    .bind(name)
+    .fetch_optional(conn)
+    .await
+}
