@@ -31,7 +31,8 @@ struct Bucket {
 /// What the log needs from an authenticated request.
 struct Credential {
     team_id: Uuid,
-    key_id: Uuid,
+    /// The API key; `None` for an OAuth access token.
+    key_id: Option<Uuid>,
 }
 
 struct Handled {
@@ -88,7 +89,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
                     user_agent,
                     request_id,
                     latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
-                    api_key_id: Some(credential.key_id),
+                    api_key_id: credential.key_id,
                     email_id,
                     request_body,
                     response_body,
@@ -128,6 +129,7 @@ impl<E: Endpoint> Gateway<E> {
         }
         handled.operation = operation;
         let needs_key = operation.is_some_and(|o| o.access.needs_credential());
+        let mut touch = None;
         let bearer = bearer_token(&req);
 
         if operation.is_some_and(|o| o.access == Access::Session) {
@@ -145,24 +147,44 @@ impl<E: Endpoint> Gateway<E> {
             let Some(token) = bearer else {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
             };
-            let lookup = match self.state.keys.find(&schema::secret::hash(&token)).await {
-                Ok(lookup) => lookup,
-                Err(error) => {
-                    tracing::error!(%error, request_id, "authenticating a request failed");
-                    return answer(handled, ApiError::internal(request_id));
+            let caller = if token.starts_with(crate::routes::oauth::ACCESS_PREFIX) {
+                match self.token_caller(&token, request_id).await {
+                    Ok(caller) => caller,
+                    Err(error) => return answer(handled, error),
+                }
+            } else {
+                let lookup = match self.state.keys.find(&schema::secret::hash(&token)).await {
+                    Ok(lookup) => lookup,
+                    Err(error) => {
+                        tracing::error!(%error, request_id, "authenticating a request failed");
+                        return answer(handled, ApiError::internal(request_id));
+                    }
+                };
+                let Some(key) = lookup else {
+                    return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
+                };
+                handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id) });
+                if key.status == KeyStatus::Revoked {
+                    return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
+                }
+                if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
+                    return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
+                }
+                if key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)) {
+                    touch = Some(key.key_id);
+                }
+                Caller {
+                    team_id: key.team_id,
+                    key_id: Some(key.key_id),
+                    permission: key.permission,
+                    domain_id: key.domain_id,
+                    inbox_access: key.inbox_access,
+                    signed_in_admin: None,
+                    token: None,
                 }
             };
-            let Some(key) = lookup else {
-                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
-            };
-            handled.credential = Some(Credential { team_id: key.team_id, key_id: key.key_id });
-            if key.status == KeyStatus::Revoked {
-                return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
-            }
-            if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
-                return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
-            }
-            let verdict = match self.state.buckets.take(key.team_id).await {
+            handled.credential = Some(Credential { team_id: caller.team_id, key_id: caller.key_id });
+            let verdict = match self.state.buckets.take(caller.team_id).await {
                 Ok(verdict) => verdict,
                 Err(error) => {
                     tracing::error!(%error, request_id, "taking a rate-limit token failed");
@@ -184,29 +206,33 @@ impl<E: Endpoint> Gateway<E> {
                 handled.response = response;
                 return handled;
             }
-            if key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)) {
-                self.touch(key.key_id, log_id).await;
+            if let Some(key_id) = touch {
+                self.touch(key_id, log_id).await;
             }
             let Some(operation) = operation else {
                 handled.response = routing_response(routing, &path, request_id);
                 return handled;
             };
-            if operation.access == Access::FullAccess && key.permission == Permission::SendingAccess {
-                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
+            let mut caller = caller;
+            if let Some(token) = &caller.token {
+                if let Err(error) = token.reaches(operation) {
+                    return answer(handled, error);
+                }
+            } else {
+                if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
+                    return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
+                }
+                // Only requests that carry a session cookie pay for looking it up.
+                if cookie(&req, crate::routes::auth::COOKIE).is_some() {
+                    caller.signed_in_admin = self
+                        .session_of(&req)
+                        .await
+                        .ok()
+                        .filter(|s| s.team_id == Some(caller.team_id) && s.role.as_deref() == Some("admin"))
+                        .map(|s| s.person_id);
+                }
             }
-            // Only requests that carry a session cookie pay for looking it up.
-            let signed_in_admin = match cookie(&req, crate::routes::auth::COOKIE) {
-                Some(_) => self.session_of(&req).await.ok().filter(|s| s.team_id == Some(key.team_id) && s.role.as_deref() == Some("admin")).map(|s| s.person_id),
-                None => None,
-            };
-            req.extensions_mut().insert(Caller {
-                team_id: key.team_id,
-                key_id: key.key_id,
-                permission: key.permission,
-                domain_id: key.domain_id,
-                inbox_access: key.inbox_access,
-                signed_in_admin,
-            });
+            req.extensions_mut().insert(caller);
         } else if routing.is_some() && operation.is_none() {
             handled.response = routing_response(routing, &path, request_id);
             return handled;
@@ -242,6 +268,28 @@ impl<E: Endpoint> Gateway<E> {
             Err(error) => error_response(error, request_id),
         };
         handled
+    }
+
+    /// The caller of an OAuth access token: its member in its team (`401 invalid_api_key` when
+    /// the token is unknown, expired or revoked, its grant revoked, or the member gone).
+    async fn token_caller(&self, token: &str, request_id: &str) -> Result<Caller, ApiError> {
+        let found = async { schema::store::oauth::access(&mut *self.state.relaxed.acquire().await?, &schema::secret::hash(token)).await };
+        let found = found.await.map_err(|error: sqlx::Error| {
+            tracing::error!(%error, request_id, "authenticating a token failed");
+            ApiError::internal(request_id)
+        })?;
+        let Some(found) = found else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The access token is invalid, expired or revoked."));
+        };
+        Ok(Caller {
+            team_id: found.team_id,
+            key_id: None,
+            permission: Permission::FullAccess,
+            domain_id: None,
+            inbox_access: schema::model::InboxAccess::None,
+            signed_in_admin: None,
+            token: Some(crate::state::TokenFacts { grant_id: found.grant_id, person_id: found.person_id, role: found.role, scopes: found.scopes }),
+        })
     }
 
     /// The live session of the request's cookie; a write must carry its CSRF token.
@@ -312,7 +360,7 @@ fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> R
 }
 
 /// A cookie's value from the `Cookie` header.
-fn cookie(req: &Request, name: &str) -> Option<String> {
+pub fn cookie(req: &Request, name: &str) -> Option<String> {
     req.headers()
         .get_all(header::COOKIE)
         .iter()

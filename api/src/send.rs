@@ -604,7 +604,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
     Ok(NewEmail {
         id,
         team_id: caller.team_id,
-        api_key_id: Some(caller.key_id),
+        api_key_id: caller.key_id,
         domain_id: domain.id,
         from_header: send.from_header,
         from_email: send.from.key(),

@@ -59,13 +59,44 @@ impl Shared {
 #[derive(Debug, Clone)]
 pub struct Caller {
     pub team_id: Uuid,
-    pub key_id: Uuid,
+    /// The API key; `None` when an OAuth access token made the request.
+    pub key_id: Option<Uuid>,
     pub permission: Permission,
     pub domain_id: Option<Uuid>,
     pub inbox_access: InboxAccess,
     /// The person, when the request also carries the dashboard session of an admin of the key's
     /// team (with its CSRF token): what raising a key's Inbox access needs.
     pub signed_in_admin: Option<Uuid>,
+    /// What an OAuth access token acts as, when one made the request.
+    pub token: Option<TokenFacts>,
+}
+
+/// An OAuth access token's member, role and scopes.
+#[derive(Debug, Clone)]
+pub struct TokenFacts {
+    pub grant_id: Uuid,
+    pub person_id: Uuid,
+    /// `admin`, `member` or `viewer`: a viewer's token reads only.
+    pub role: String,
+    pub scopes: Vec<String>,
+}
+
+impl TokenFacts {
+    /// Whether the token reaches an operation: the operation has a scope, the token holds it,
+    /// and a viewer's token only reads (`:read` scopes). `403 invalid_permission` otherwise.
+    pub fn reaches(&self, operation: &crate::operations::Operation) -> Result<(), crate::error::ApiError> {
+        use crate::error::ApiError;
+        let Some(scope) = operation.scope else {
+            return Err(ApiError::invalid_permission("No OAuth scope reaches this route; it takes an API key."));
+        };
+        if !self.scopes.iter().any(|s| s == scope) {
+            return Err(ApiError::invalid_permission(format!("This token lacks the `{scope}` scope this route needs.")));
+        }
+        if self.role == "viewer" && !scope.ends_with(":read") {
+            return Err(ApiError::invalid_permission("The token's member is a viewer of the team: it reads and cannot write."));
+        }
+        Ok(())
+    }
 }
 
 /// Facts about every request, authenticated or not.

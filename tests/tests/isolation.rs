@@ -466,6 +466,8 @@ async fn probes(app: &TestApp, a: &Team, b: &Team, failures: &mut Vec<String>, n
             // No credential: `{token}` on these pages is a signed token Herald handed out, not a
             // team's id; who holds the link may use it, whatever team they are in.
             Access::Public | Access::Page => continue,
+            // An OAuth client is no team's: its registration access token alone manages it.
+            Access::Registration => continue,
             Access::SendingAccess | Access::FullAccess => {}
             Access::Session => {}
             access @ Access::TokenOnly => {

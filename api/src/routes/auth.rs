@@ -158,9 +158,9 @@ impl AuthApi {
         }
         let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;
         crate::routes::account::mail_verification(&mut tx, &state, person_id, &email).await?;
-        let (view, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
+        let (session, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
         tx.commit().await?;
-        Ok(SignedUp::Created(Json(view), cookie))
+        Ok(SignedUp::Created(Json(view(&session)), cookie))
     }
 
     /// Sign in. A wrong address or password is `403 validation_error` (the same answer for
@@ -176,9 +176,9 @@ impl AuthApi {
         let person = authenticate(&state, &email, &password, body.mfa_code.as_deref(), ip.as_deref()).await?;
         let mut tx = state.pool.begin().await?;
         let team_id = people::first_team(&mut tx, person.id).await?;
-        let (view, cookie) = open(&state, &mut tx, person.id, team_id).await?;
+        let (session, cookie) = open(&state, &mut tx, person.id, team_id).await?;
         tx.commit().await?;
-        Ok(SignedIn::Ok(Json(view), cookie))
+        Ok(SignedIn::Ok(Json(view(&session)), cookie))
     }
 
     /// The signed-in person, the current team and the CSRF token.
@@ -237,15 +237,15 @@ pub async fn authenticate(state: &AppState, email: &str, password: &str, mfa_cod
     Ok(person)
 }
 
-/// Opens a session in `tx`; answers its view and the `Set-Cookie` value.
-pub async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid::Uuid, team_id: Option<uuid::Uuid>) -> ApiResult<(SessionView, String)> {
+/// Opens a session in `tx`; answers it and the `Set-Cookie` value.
+pub async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid::Uuid, team_id: Option<uuid::Uuid>) -> ApiResult<(people::Session, String)> {
     let token = schema::secret::mint("hs_");
     let csrf = schema::secret::mint("").plaintext;
     let expires_at = Utc::now() + TimeDelta::days(SESSION_DAYS);
     people::open_session(tx, person_id, team_id, &token.hash, &csrf, expires_at).await?;
     let session = people::session(tx, &token.hash).await?.ok_or_else(|| anyhow::anyhow!("the session just opened is not found"))?;
     let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}", token.plaintext, SESSION_DAYS * 86_400, secure(state));
-    Ok((view(&session), cookie))
+    Ok((session, cookie))
 }
 
 pub fn secure(state: &AppState) -> &'static str {

@@ -17,6 +17,7 @@ pub mod events;
 pub mod health;
 pub mod invitations;
 pub mod logs;
+pub mod oauth;
 pub mod pages;
 pub mod preferences;
 pub mod received;
@@ -65,6 +66,9 @@ pub enum Tag {
     Automations,
     /// People and the dashboard session: accounts, sign-in, sign-out, the teams a person belongs to.
     People,
+    /// OAuth 2.1 for agents: dynamic client registration, authorization with PKCE, tokens,
+    /// revocation, discovery, and the grants a team has given.
+    OAuth,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -100,6 +104,7 @@ apis!(
         auth::AuthApi,
         teams::TeamsApi,
         teams::MembersApi,
+        oauth::OAuthApi,
     ],
     [
         contacts::ContactsApi,

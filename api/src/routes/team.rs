@@ -227,11 +227,16 @@ impl TeamApi {
         Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
     }
 
-    /// Change the team's name, sender identity, brand kit or AI assist; answers the team.
+    /// Change the team's name, sender identity, brand kit or AI assist; answers the team. An
+    /// OAuth token (`team:write`) may change everything but the name: a `name` from a token is
+    /// always `403 invalid_permission`.
     #[oai(path = "/team", method = "patch", operation_id = "update-team")]
     async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<UpdateTeam>) -> ApiResult<Json<TeamView>> {
         let raw: Value = serde_json::from_slice(&body.1).unwrap_or_default();
         let body = body.0;
+        if caller.token.is_some() && body.name.is_some() {
+            return Err(ApiError::invalid_permission("An OAuth token cannot rename the team; a team admin does it from the dashboard or with an API key."));
+        }
         let name = body.name.as_deref().map(|name| one_line("name", name, 80, false)).transpose()?;
         let sender_name = match &body.sender_name {
             MaybeUndefined::Undefined => None,

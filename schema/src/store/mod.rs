@@ -18,6 +18,7 @@ pub mod imports;
 pub mod jobs;
 pub mod keys;
 pub mod outbox;
+pub mod oauth;
 pub mod people;
 pub mod received;
 pub mod saved_blocks;
