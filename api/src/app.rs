@@ -16,7 +16,11 @@ use std::time::Duration;
 pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
     let document = openapi_doc::document();
     let spec = get(handler_for(document));
+    // The MCP server's tools call the application itself, which holds the MCP server: it is
+    // handed the application once built.
+    let app_slot = crate::mcp::AppSlot::default();
     let routes = Route::new()
+        .at("/mcp", crate::mcp::McpEndpoint::new(app_slot.clone()))
         .at("/docs", get(reference))
         .at("/openapi.json", spec)
         .at("/outbox", get(crate::outbox::page))
@@ -32,7 +36,9 @@ pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
             routes.call(req).await
         })
         .data(state.clone());
-    Gateway { inner, state }
+    let app: std::sync::Arc<dyn poem::endpoint::DynEndpoint<Output = poem::Response>> = std::sync::Arc::from(Gateway { inner, state }.boxed());
+    let _ = app_slot.set(app.clone());
+    app
 }
 
 /// `GET /`: what the deployment is and where to read about it, each a path on this host.

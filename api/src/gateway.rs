@@ -56,6 +56,13 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
 
         let handled = self.handle(req, log_id, &request_id).await;
         let Handled { mut response, bucket, credential, operation, request_body } = handled;
+        // The MCP server points clients that cannot reach it at where to get a token (RFC 9728).
+        if operation.is_some_and(|o| o.access == Access::TokenOnly) && matches!(response.status().as_u16(), 401 | 403) {
+            let metadata = format!("{}/.well-known/oauth-protected-resource", self.state.config.public_url.trim_end_matches('/'));
+            if let Ok(value) = HeaderValue::from_str(&format!("Bearer resource_metadata=\"{metadata}\"")) {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
+            }
+        }
         crate::metrics::record(operation, &method, response.status(), started.elapsed());
         self.set_rate_headers(&mut response, bucket);
         if let Ok(value) = HeaderValue::from_str(&request_id) {
@@ -219,6 +226,9 @@ impl<E: Endpoint> Gateway<E> {
                     return answer(handled, error);
                 }
             } else {
+                if operation.access == Access::TokenOnly {
+                    return answer(handled, ApiError::invalid_permission("This route takes an OAuth access token only; API keys do not reach it."));
+                }
                 if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
                     return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
                 }
@@ -396,6 +406,10 @@ fn normalize(path_and_query: &str) -> (String, Option<String>) {
 /// Turns any error a route produced into the public JSON error.
 pub fn error_response(error: poem::Error, request_id: &str) -> Response {
     use poem_openapi::error::{ContentTypeError, ParseParamError, ParsePathError, ParseRequestPayloadError};
+    // An error that is already its answer (the OAuth routes' `{ error, error_description }`).
+    if error.is_from_response() {
+        return error.into_response();
+    }
     let api_error = if let Some(api) = error.downcast_ref::<ApiError>() {
         api.clone()
     } else if let Some(param) = error.downcast_ref::<ParseParamError>() {

@@ -12,6 +12,7 @@ pub mod form;
 pub mod gateway;
 pub mod idempotency;
 pub mod input;
+pub mod mcp;
 pub mod metrics;
 pub mod mfa;
 pub mod openapi_doc;

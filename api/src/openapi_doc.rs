@@ -45,6 +45,15 @@ pub fn document() -> Value {
         "session": {
             "type": "apiKey", "in": "cookie", "name": crate::routes::auth::COOKIE,
             "description": "The dashboard session cookie set by `POST /auth/signup` and `POST /auth/login`; writes also send its CSRF token as `X-CSRF-Token`."
+        },
+        "registration": { "type": "http", "scheme": "bearer", "description": "An OAuth client's registration access token, `Authorization: Bearer rkor_…` (RFC 7592)" },
+        "oauth": {
+            "type": "oauth2",
+            "description": "An OAuth 2.1 access token (`rko_…`) acting as its member in its team, within its scopes (`x-svc-scope`).",
+            "flows": { "authorizationCode": {
+                "authorizationUrl": "/oauth/authorize", "tokenUrl": "/oauth/token", "refreshUrl": "/oauth/token",
+                "scopes": operations::SCOPES.iter().map(|s| (s.to_string(), json!(format!("`{s}`")))).collect::<serde_json::Map<_, _>>()
+            } }
         }
     });
     if let Some(schemas) = doc.pointer_mut("/components/schemas") {
@@ -54,6 +63,7 @@ pub fn document() -> Value {
         }
     }
     doc["webhooks"] = crate::openapi_webhooks::webhooks();
+    doc["paths"]["/mcp"] = mcp_path();
     optional_request_fields_take_null(&mut doc);
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for (path, item) in paths.iter_mut() {
@@ -67,6 +77,26 @@ pub fn document() -> Value {
     }
     optional_bodies(&mut doc);
     doc
+}
+
+/// `POST /mcp`, served by the MCP server rather than a documented route: JSON-RPC 2.0 messages
+/// of the Model Context Protocol's streamable HTTP transport.
+fn mcp_path() -> Value {
+    let message = json!({ "type": "object", "description": "A JSON-RPC 2.0 message (`jsonrpc`, `id`, `method`, `params`, or `result`/`error`).", "additionalProperties": true });
+    let error = json!({ "$ref": "#/components/schemas/Error" });
+    json!({ "post": {
+        "operationId": "mcp",
+        "tags": ["OAuth"],
+        "summary": "The remote MCP server (streamable HTTP, stateless).",
+        "description": "The Model Context Protocol over streamable HTTP: `initialize`, `tools/list` and `tools/call` with the tools `send_email`, `list_emails`, `get_email`, `list_domains`, `get_domain`, `find_contacts`, `upsert_contact`, `list_segments` and `create_broadcast_draft`. Each tool is the call of its route with this token, logged with source `mcp`. Only an OAuth access token reaches it; a request without one is `401` with `WWW-Authenticate: Bearer resource_metadata=\"…/.well-known/oauth-protected-resource\"`.",
+        "requestBody": { "required": true, "content": { "application/json": { "schema": message } } },
+        "responses": {
+            "200": { "description": "The JSON-RPC answer.", "content": { "application/json": { "schema": message } } },
+            "202": { "description": "A notification or response was accepted." },
+            "401": { "description": "No token, or an unknown one.", "content": { "application/json": { "schema": error } } },
+            "403": { "description": "An API key: only OAuth access tokens reach the MCP server.", "content": { "application/json": { "schema": error } } }
+        }
+    } })
 }
 
 /// The names of the component schemas `value` refers to, and those they refer to in turn.
@@ -289,10 +319,16 @@ fn annotate(path: &str, operation: &mut Value) {
     if path.starts_with("/inbox") {
         fields.insert("x-svc-inbox-access".into(), entry.inbox_access.map_or(Value::Null, |a| json!(a)));
     }
-    if entry.access == operations::Access::Session {
-        fields.insert("security".into(), json!([{ "session": [] }]));
-    } else if entry.access.needs_credential() {
-        fields.insert("security".into(), json!([{ "bearer": [] }]));
+    let security = match (entry.access, entry.scope) {
+        (operations::Access::Session, _) => Some(json!([{ "session": [] }])),
+        (operations::Access::Registration, _) => Some(json!([{ "registration": [] }])),
+        (operations::Access::TokenOnly, _) => Some(json!([{ "oauth": [] }])),
+        (access, Some(scope)) if access.needs_credential() => Some(json!([{ "bearer": [] }, { "oauth": [scope] }])),
+        (access, None) if access.needs_credential() => Some(json!([{ "bearer": [] }])),
+        _ => None,
+    };
+    if let Some(security) = security {
+        fields.insert("security".into(), security);
     }
 }
 

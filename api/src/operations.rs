@@ -102,6 +102,7 @@ pub static OPERATIONS: &[Operation] = &[
     op("oauth-revoke", Method::POST, "/oauth/revoke", Access::Public),
     op("list-oauth-grants", Method::GET, "/oauth/grants", Access::FullAccess),
     op("delete-oauth-grant", Method::DELETE, "/oauth/grants/{grant_id}", Access::FullAccess),
+    op("mcp", Method::POST, "/mcp", Access::TokenOnly),
     op("list-team-members", Method::GET, "/team/members", Access::FullAccess),
     op("create-api-key", Method::POST, "/api-keys", Access::FullAccess),
     op("list-api-keys", Method::GET, "/api-keys", Access::FullAccess),

@@ -213,6 +213,10 @@ pub fn source_of(user_agent: &str) -> String {
     if product == "herald-dashboard" {
         return "dashboard".into();
     }
+    // The MCP server's tools call their routes as `herald-mcp`.
+    if product == "herald-mcp" {
+        return "mcp".into();
+    }
     for vendor in ["herald-", "resend-"] {
         if let Some(name) = product.strip_prefix(vendor).filter(|name| !name.is_empty()) {
             return format!("sdk:{name}");

@@ -35,6 +35,7 @@ team's API key cannot set up.
 import base64
 import http.server
 import importlib
+import attrs
 import json
 import os
 import re
@@ -326,6 +327,9 @@ def create_resources(client, raw, gen, from_domain):
     parts = expect(raw.get(f"/emails/receiving/{ids['received_email_id']}/attachments"), 200, "received attachments")["data"]
     ids["download_token"] = parts[0]["download_url"].rstrip("/").rsplit("/", 1)[-1]
     ids["unsigned_token"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    client_answer = expect(raw.post("/oauth/register", json={"client_name": "Generated agent", "redirect_uris": ["http://127.0.0.1:9/cb"]}), 201, "register an OAuth client")
+    ids["client_id"] = client_answer["client_id"]
+    ids["registration_access_token"] = client_answer["registration_access_token"]
     ok("created one of each resource")
     return ids, receiver
 
@@ -337,6 +341,8 @@ TOKENS = {
     "view-preferences": "preferences_token", "view-shared-email": "share_token", "view-unsubscribe": "unsubscribe_token",
     "track-click": "unsigned_token", "track-open": "unsigned_token",
     "download-received-attachment": "download_token",
+    "view-verify-email": "unsigned_token", "view-password-reset": "unsigned_token", "view-invitation": "unsigned_token",
+    "view-consent": "unsigned_token",
 }
 
 # Path parameters named like another resource's on some operations.
@@ -348,6 +354,11 @@ EXPECTED_ERRORS = {
     "get-domain-claim": (404, "a claim needs another team holding the domain"),
     "track-click": (404, "tracking tokens are signed into delivered mail of a tracked domain; this one is not signed"),
     "track-open": (404, "tracking tokens are signed into delivered mail of a tracked domain; this one is not signed"),
+    "view-verify-email": (404, "a mailed link's token is random and single-use; this one was never issued"),
+    "view-password-reset": (404, "a mailed link's token is random and single-use; this one was never issued"),
+    "view-invitation": (404, "an invitation's token is random and single-use; this one was never issued"),
+    "view-consent": (404, "a consent page's token comes from /oauth/authorize; this one was never issued"),
+    "authorize": (400, "authorize names a registered client and redirect URI, which a call without parameters does not"),
 }
 
 
@@ -399,6 +410,8 @@ def call_every_get(spec, client, gen, ids, session=None):
         if not operation:
             continue
         caller = session if operation.get("security") == [{"session": []}] else client
+        if operation.get("security") == [{"registration": []}]:
+            caller = attrs.evolve(client, token=ids["registration_access_token"])
         op_id = operation["operationId"]
         what = f"GET {path} ({op_id})"
         try:

@@ -341,7 +341,7 @@ async fn an_admin_changes_roles_and_removes_members_but_a_team_keeps_its_last_ad
 
 #[tokio::test]
 async fn raising_a_keys_inbox_access_or_setting_its_channels_needs_a_signed_in_admin_of_the_keys_team_on_the_same_request() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let ada = sign_up(&app, "ada@example.com", "Ada").await;
     let bob = sign_up(&app, "bob@example.com", "Bob").await;
     let carol = sign_up(&app, "carol@example.com", "Carol").await;

@@ -139,6 +139,23 @@ async fn admin_session(app: &TestApp, team_id: Uuid, label: &str) -> (String, St
         .execute(&app.pool)
         .await
         .unwrap();
+    // A grant of that admin's to an agent in the team, for `/oauth/grants`.
+    let client = Uuid::now_v7();
+    sqlx::query("INSERT INTO oauth_clients (id, client_id, registration_token_hash, client_name, redirect_uris, grant_types, response_types) VALUES ($1, $2, $3, 'Agent', '{https://agent.example/cb}', '{authorization_code}', '{code}')")
+        .bind(client)
+        .bind(format!("rkoc_probe_{label}"))
+        .bind(schema::secret::hash(&format!("rkor_probe_{label}")))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO oauth_grants (id, team_id, person_id, client_id, scopes) VALUES ($1, $2, $3, $4, '{domains:read}')")
+        .bind(Uuid::now_v7())
+        .bind(team_id)
+        .bind(person)
+        .bind(client)
+        .execute(&app.pool)
+        .await
+        .unwrap();
     (token, csrf)
 }
 

@@ -17,6 +17,8 @@ async fn app() -> TestApp {
     TestApp::spawn_with(|c| {
         c.http_addr = format!("127.0.0.1:{port}").parse().unwrap();
         c.public_url = format!("http://127.0.0.1:{port}");
+        c.rate_limit_capacity = 1000;
+        c.rate_limit_refill = 1000.0;
     })
     .await
 }

@@ -312,6 +312,59 @@ impl From<sqlx::Error> for Failure {
 
 type Answer<T> = Result<T, Failure>;
 
+/// A JSON body documented as `T`, read like [`Body`], whose refusal is the OAuth error shape:
+/// `400 invalid_client_metadata` (RFC 7591 §3.2.2) instead of the service's error body.
+pub struct MetadataBody<T>(pub T);
+
+impl<T: poem_openapi::types::Type> poem_openapi::payload::Payload for MetadataBody<T> {
+    const CONTENT_TYPE: &'static str = "application/json";
+
+    fn check_content_type(_content_type: &str) -> bool {
+        true
+    }
+
+    fn schema_ref() -> poem_openapi::registry::MetaSchemaRef {
+        T::schema_ref()
+    }
+
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        T::register(registry);
+    }
+}
+
+impl<T: poem_openapi::types::Type + serde::de::DeserializeOwned + Send + 'static> poem_openapi::payload::ParsePayload for MetadataBody<T> {
+    const IS_REQUIRED: bool = true;
+
+    async fn from_request(request: &poem::Request, body: &mut poem::RequestBody) -> poem::Result<Self> {
+        match <Body<T> as poem_openapi::payload::ParsePayload>::from_request(request, body).await {
+            Ok(parsed) => Ok(MetadataBody(parsed.0)),
+            Err(error) => {
+                let body = serde_json::json!({ "error": "invalid_client_metadata", "error_description": error.to_string() });
+                let response = poem::Response::builder().status(poem::http::StatusCode::BAD_REQUEST).content_type("application/json").body(body.to_string());
+                Err(poem::Error::from_response(response))
+            }
+        }
+    }
+}
+
+impl<'a, T: poem_openapi::types::Type + serde::de::DeserializeOwned + Send + 'static> poem_openapi::ApiExtractor<'a> for MetadataBody<T> {
+    const TYPES: &'static [poem_openapi::ApiExtractorType] = &[poem_openapi::ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut poem_openapi::registry::Registry) {
+        <Self as poem_openapi::payload::Payload>::register(registry);
+    }
+
+    fn request_meta() -> Option<poem_openapi::registry::MetaRequest> {
+        <Body<T> as poem_openapi::ApiExtractor>::request_meta()
+    }
+
+    async fn from_request(request: &'a poem::Request, body: &mut poem::RequestBody, _options: poem_openapi::ExtractParamOptions<()>) -> poem::Result<Self> {
+        <Self as poem_openapi::payload::ParsePayload>::from_request(request, body).await
+    }
+}
+
 /// Answers a result whose failure is an OAuth error (a 500 for a failed query).
 fn finish<T: From<Failure>>(result: Answer<T>) -> ApiResult<T> {
     match result {
@@ -357,7 +410,7 @@ impl OAuthApi {
     /// (`400 invalid_redirect_uri`). More than 10 registrations per address an hour, or 1,000 a
     /// day in all, are `429 invalid_request`.
     #[oai(path = "/oauth/register", method = "post", operation_id = "register-oauth-client")]
-    async fn register(&self, state: Data<&AppState>, request: &poem::Request, body: Body<ClientMetadata>) -> ApiResult<Registered> {
+    async fn register(&self, state: Data<&AppState>, request: &poem::Request, body: MetadataBody<ClientMetadata>) -> ApiResult<Registered> {
         finish(async {
             let metadata = checked_metadata(body.0)?;
             let ip = crate::routes::pages::visitor(request).0;
@@ -388,7 +441,7 @@ impl OAuthApi {
 
     /// Replace a registration's metadata (RFC 7592), by the rules of registration.
     #[oai(path = "/oauth/register/:client_id", method = "put", operation_id = "update-oauth-client")]
-    async fn update_client(&self, state: Data<&AppState>, request: &poem::Request, client_id: Path<String>, body: Body<ClientMetadata>) -> ApiResult<Managed> {
+    async fn update_client(&self, state: Data<&AppState>, request: &poem::Request, client_id: Path<String>, body: MetadataBody<ClientMetadata>) -> ApiResult<Managed> {
         finish(async {
             let client = registered(&state, request, &client_id.0).await?;
             let metadata = checked_metadata(body.0)?;
