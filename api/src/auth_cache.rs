@@ -6,7 +6,8 @@
 //! next request anywhere sees the change. It is kept like this:
 //!
 //! - Triggers on `api_keys` and `teams` send `key <id>` / `team <id>` on the `herald_auth`
-//!   channel when a key or a team's standing changes, whatever wrote it.
+//!   channel when a key or a team's standing changes, whatever wrote it; triggers on the OAuth
+//!   tables and memberships send `oauth`, which drops every cached access token.
 //! - Each process's listener task drops what a notification names. After committing such a
 //!   change, the writer calls [`settle`]: it sends a `barrier <n>` notification and waits until
 //!   every live process has recorded that it read a barrier at least as new. Notifications are
@@ -20,6 +21,7 @@
 //!   lookup stores its answer only if the epoch did not move while it read.
 
 use schema::store::auth::{self, KeyLookup};
+use schema::store::oauth::TokenCaller;
 use sqlx::PgPool;
 use sqlx::postgres::PgListener;
 use std::collections::HashMap;
@@ -54,6 +56,8 @@ struct Inner {
 #[derive(Default)]
 struct Entries {
     by_token: HashMap<Vec<u8>, KeyLookup>,
+    /// What OAuth access tokens act as (dropped together on any `oauth` change).
+    by_access_token: HashMap<Vec<u8>, TokenCaller>,
 }
 
 impl Entries {
@@ -66,8 +70,13 @@ impl Entries {
             Some(("team", id)) => {
                 let id: Option<Uuid> = id.parse().ok();
                 self.by_token.retain(|_, key| Some(key.team_id) != id);
+                self.by_access_token.retain(|_, token| Some(token.team_id) != id);
             }
-            _ => self.by_token.clear(),
+            None if what == "oauth" => self.by_access_token.clear(),
+            _ => {
+                self.by_token.clear();
+                self.by_access_token.clear();
+            }
         }
     }
 }
@@ -86,7 +95,7 @@ impl ListenerTask {
         self.pinger.abort();
         let _ = self.reader.await;
         let _ = self.pinger.await;
-        self.cache.inner.entries.lock().expect("cache lock").by_token.clear();
+        self.cache.inner.entries.lock().expect("cache lock").evict("all");
         *self.cache.inner.trusted_until.lock().expect("trust lock") = None;
         if let Ok(mut conn) = self.cache.inner.pool.acquire().await
             && let Err(error) = auth::unregister_listener(&mut conn, self.cache.inner.id).await
@@ -131,6 +140,27 @@ impl KeyCache {
             let mut entries = self.inner.entries.lock().expect("cache lock");
             if self.inner.epoch.load(Ordering::SeqCst) == epoch {
                 entries.by_token.insert(token_hash.to_vec(), key.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    /// What a live OAuth access token acts as: from memory while the cache is trusted (and the
+    /// token unexpired), else from PostgreSQL (and remembered).
+    pub async fn find_token(&self, token_hash: &[u8]) -> sqlx::Result<Option<TokenCaller>> {
+        let trusted = self.trusted();
+        if trusted && let Some(token) = self.inner.entries.lock().expect("cache lock").by_access_token.get(token_hash) {
+            if token.expires_at > chrono::Utc::now() {
+                return Ok(Some(token.clone()));
+            }
+        }
+        self.inner.misses.fetch_add(1, Ordering::Relaxed);
+        let epoch = self.inner.epoch.load(Ordering::SeqCst);
+        let found = schema::store::oauth::access(&mut *self.inner.pool.acquire().await?, token_hash).await?;
+        if trusted && let Some(token) = &found {
+            let mut entries = self.inner.entries.lock().expect("cache lock");
+            if self.inner.epoch.load(Ordering::SeqCst) == epoch {
+                entries.by_access_token.insert(token_hash.to_vec(), token.clone());
             }
         }
         Ok(found)

@@ -283,14 +283,16 @@ impl<E: Endpoint> Gateway<E> {
     /// The caller of an OAuth access token: its member in its team (`401 invalid_api_key` when
     /// the token is unknown, expired or revoked, its grant revoked, or the member gone).
     async fn token_caller(&self, token: &str, request_id: &str) -> Result<Caller, ApiError> {
-        let found = async { schema::store::oauth::access(&mut *self.state.relaxed.acquire().await?, &schema::secret::hash(token)).await };
-        let found = found.await.map_err(|error: sqlx::Error| {
+        let found = self.state.keys.find_token(&schema::secret::hash(token)).await.map_err(|error| {
             tracing::error!(%error, request_id, "authenticating a token failed");
             ApiError::internal(request_id)
         })?;
         let Some(found) = found else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The access token is invalid, expired or revoked."));
         };
+        if found.risk_state == RiskState::Suspended {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "The token's team is suspended."));
+        }
         Ok(Caller {
             team_id: found.team_id,
             key_id: None,

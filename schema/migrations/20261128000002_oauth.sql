@@ -82,3 +82,21 @@ CREATE TABLE oauth_tokens (
 CREATE INDEX oauth_tokens_family_idx ON oauth_tokens (family_id);
 CREATE INDEX oauth_tokens_grant_idx ON oauth_tokens (grant_id);
 CREATE INDEX oauth_tokens_code_idx ON oauth_tokens (code_hash) WHERE code_hash IS NOT NULL;
+
+-- Serving processes cache what an access token acts as (like keys, in `auth_cache`): a token
+-- revoked, a grant revoked or changed, a client disabled, or a membership changed drops every
+-- cached token, whatever wrote it. Statement-level: these writes are rare.
+CREATE FUNCTION notify_oauth_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('herald_auth', 'oauth');
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER oauth_tokens_notify_auth AFTER UPDATE OF revoked_at OR DELETE ON oauth_tokens
+    FOR EACH STATEMENT EXECUTE FUNCTION notify_oauth_changed();
+CREATE TRIGGER oauth_grants_notify_auth AFTER UPDATE OR DELETE ON oauth_grants
+    FOR EACH STATEMENT EXECUTE FUNCTION notify_oauth_changed();
+CREATE TRIGGER oauth_clients_notify_auth AFTER UPDATE OF disabled_at OR DELETE ON oauth_clients
+    FOR EACH STATEMENT EXECUTE FUNCTION notify_oauth_changed();
+CREATE TRIGGER memberships_notify_auth AFTER UPDATE OR DELETE ON memberships
+    FOR EACH STATEMENT EXECUTE FUNCTION notify_oauth_changed();

@@ -462,6 +462,7 @@ impl OAuthApi {
             let mut tx = state.pool.begin().await?;
             oauth::disable_client(&mut tx, client.id).await?;
             tx.commit().await?;
+            crate::auth_cache::settle(&state.pool).await?;
             Ok(Managed::Deleted)
         }
         .await)
@@ -642,6 +643,8 @@ impl OAuthApi {
             None => None,
         };
         oauth::revoke_token(&mut conn, &schema::secret::hash(&token), client).await?;
+        drop(conn);
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Revoked::Ok)
     }
 
@@ -674,6 +677,8 @@ impl OAuthApi {
         if !oauth::revoke_grant(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
             return Err(ApiError::not_found("Grant"));
         }
+        // Every process has dropped the grant's tokens before this answers.
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(GrantDeleted { object: "oauth_grant".into(), id: id.to_string(), deleted: true }))
     }
 }
@@ -859,6 +864,7 @@ async fn exchange(state: &AppState, form: &FormBody) -> Answer<TokenAnswer> {
             // A replayed code: what it issued is revoked (RFC 6749 §4.1.2), in this transaction.
             oauth::revoke_issued_for_code(&mut tx, &hash).await?;
             tx.commit().await?;
+            crate::auth_cache::settle(&state.pool).await?;
             return Err(fail("invalid_grant", "the code was already used; the tokens it issued are revoked"));
         }
         if stored.expires_at <= Utc::now() {
@@ -885,6 +891,7 @@ async fn exchange(state: &AppState, form: &FormBody) -> Answer<TokenAnswer> {
             // Reuse: someone else may hold the rotated token. Revoke the whole family.
             oauth::revoke_family(&mut tx, stored.family_id).await?;
             tx.commit().await?;
+            crate::auth_cache::settle(&state.pool).await?;
             return Err(fail("invalid_grant", "the refresh token was already used; every token of its family is revoked"));
         }
         if stored.revoked_at.is_some() || stored.grant_revoked || stored.expires_at <= Utc::now() {

@@ -154,6 +154,8 @@ impl TeamsApi {
         member_change(people::set_role(&mut tx, team_id, person_id, &role).await?)?;
         let member = people::members(&mut tx, team_id).await?.into_iter().find(|m| m.person_id == person_id).ok_or_else(|| ApiError::not_found("Team member"))?;
         tx.commit().await?;
+        // The member's OAuth tokens act with the new role from the next request on.
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(member_view(member)))
     }
 
@@ -168,6 +170,7 @@ impl TeamsApi {
         let mut tx = state.pool.begin().await?;
         member_change(people::remove_member(&mut tx, team_id, person_id).await?)?;
         tx.commit().await?;
+        crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(MemberRemoved { object: "team_member".into(), user_id: person_id.to_string(), deleted: true }))
     }
 }

@@ -51,26 +51,31 @@ pub async fn recent_registrations(conn: &mut PgConnection, ip: Option<&str>) -> 
 
 /// Registers a client.
 pub async fn register(conn: &mut PgConnection, client_id: &str, registration_token_hash: &[u8], metadata: &Metadata, ip: Option<&str>) -> sqlx::Result<Client> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let query = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "INSERT INTO oauth_clients (id, client_id, registration_token_hash, client_name, redirect_uris, grant_types, response_types, scope,
              client_uri, logo_uri, software_id, software_version, registered_from)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING {CLIENT_COLUMNS}"
     )))
     .bind(crate::ids::new_id())
     .bind(client_id)
-    .bind(registration_token_hash)
-    .bind(&metadata.client_name)
-    .bind(&metadata.redirect_uris)
-    .bind(&metadata.grant_types)
-    .bind(&metadata.response_types)
-    .bind(&metadata.scope)
-    .bind(&metadata.client_uri)
-    .bind(&metadata.logo_uri)
-    .bind(&metadata.software_id)
-    .bind(&metadata.software_version)
-    .bind(ip)
-    .fetch_one(conn)
-    .await
+    .bind(registration_token_hash);
+    bind_metadata(query, metadata).bind(ip).fetch_one(conn).await
+}
+
+type ClientQuery<'q> = sqlx::query::QueryAs<'q, sqlx::Postgres, Client, sqlx::postgres::PgArguments>;
+
+/// Binds the metadata's nine fields, in the order of [`Metadata`].
+fn bind_metadata<'q>(query: ClientQuery<'q>, metadata: &'q Metadata) -> ClientQuery<'q> {
+    query
+        .bind(&metadata.client_name)
+        .bind(&metadata.redirect_uris)
+        .bind(&metadata.grant_types)
+        .bind(&metadata.response_types)
+        .bind(&metadata.scope)
+        .bind(&metadata.client_uri)
+        .bind(&metadata.logo_uri)
+        .bind(&metadata.software_id)
+        .bind(&metadata.software_version)
 }
 
 /// A live client by its `client_id`.
@@ -99,23 +104,13 @@ pub async fn client_by_registration(conn: &mut PgConnection, hash: &[u8]) -> sql
 
 /// Replaces a client's metadata.
 pub async fn update_client(conn: &mut PgConnection, id: Uuid, metadata: &Metadata) -> sqlx::Result<Client> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+    let query = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "UPDATE oauth_clients SET client_name = $2, redirect_uris = $3, grant_types = $4, response_types = $5, scope = $6,
              client_uri = $7, logo_uri = $8, software_id = $9, software_version = $10
          WHERE id = $1 RETURNING {CLIENT_COLUMNS}"
     )))
-    .bind(id)
-    .bind(&metadata.client_name)
-    .bind(&metadata.redirect_uris)
-    .bind(&metadata.grant_types)
-    .bind(&metadata.response_types)
-    .bind(&metadata.scope)
-    .bind(&metadata.client_uri)
-    .bind(&metadata.logo_uri)
-    .bind(&metadata.software_id)
-    .bind(&metadata.software_version)
-    .fetch_one(conn)
-    .await
+    .bind(id);
+    bind_metadata(query, metadata).fetch_one(conn).await
 }
 
 /// Disables a client and revokes its grants (and so every token under them).
@@ -359,17 +354,20 @@ pub struct TokenCaller {
     pub person_id: Uuid,
     pub role: String,
     pub scopes: Vec<String>,
+    pub expires_at: DateTime<Utc>,
+    pub risk_state: crate::model::RiskState,
 }
 
 /// The caller of a live access token: unexpired, unrevoked, its grant and client live, its
 /// person still a member of the team.
 pub async fn access(conn: &mut PgConnection, hash: &[u8]) -> sqlx::Result<Option<TokenCaller>> {
     sqlx::query_as(
-        "SELECT g.id AS grant_id, g.team_id, g.person_id, m.role, t.scopes
+        "SELECT g.id AS grant_id, g.team_id, g.person_id, m.role, t.scopes, t.expires_at, team.risk_state
          FROM oauth_tokens t
          JOIN oauth_grants g ON g.id = t.grant_id AND g.revoked_at IS NULL
          JOIN oauth_clients c ON c.id = g.client_id AND c.disabled_at IS NULL
          JOIN memberships m ON m.team_id = g.team_id AND m.person_id = g.person_id
+         JOIN teams team ON team.id = g.team_id
          WHERE t.token_hash = $1 AND t.kind = 'access' AND t.revoked_at IS NULL AND t.expires_at > now()",
     )
     .bind(hash)
