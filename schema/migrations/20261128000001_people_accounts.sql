@@ -44,3 +44,7 @@ CREATE TABLE recovery_codes (
     used_at     timestamptz,
     PRIMARY KEY (person_id, code_hash)
 );
+
+-- The client address a sign-up came from: at most ten accounts an hour from one address.
+ALTER TABLE people ADD COLUMN signed_up_from text;
+CREATE INDEX people_signed_up_from_idx ON people (signed_up_from, created_at);

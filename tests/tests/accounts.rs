@@ -382,3 +382,17 @@ async fn raising_a_keys_inbox_access_or_setting_its_channels_needs_a_signed_in_a
     let key = app.get("/api-keys?limit=1").await;
     assert_eq!((key.body["data"][0]["inbox_access"].as_str(), &key.body["data"][0]["inbox_channel_ids"]), (Some("write"), &Value::Null), "{}", key.body);
 }
+
+#[tokio::test]
+async fn the_eleventh_sign_up_in_an_hour_from_one_client_address_is_429_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    for n in 0..10 {
+        sign_up(&app, &format!("person{n}@example.com"), "Person").await;
+    }
+    let people = app.count("people").await;
+    let refused = call(&app, Method::POST, "/auth/signup", None, Some(json!({ "email": "eleventh@example.com", "password": PASSWORD, "name": "Eleven" }))).await;
+    refused.assert_error(429, "rate_limit_exceeded");
+    assert_eq!((app.count("people").await, app.count("sessions").await), (people, 10), "the refused sign-up wrote nothing");
+    sqlx::query("UPDATE people SET created_at = now() - interval '61 minutes'").execute(&app.pool).await.unwrap();
+    assert_eq!(call(&app, Method::POST, "/auth/signup", None, Some(json!({ "email": "eleventh@example.com", "password": PASSWORD, "name": "Eleven" }))).await.status, 201);
+}

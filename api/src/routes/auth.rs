@@ -28,6 +28,8 @@ const PASSWORD_CHARS: std::ops::RangeInclusive<usize> = 10..=200;
 const FAILURES_PER_ADDRESS: i64 = 5;
 const FAILURES_PER_CLIENT: i64 = 20;
 const FAILURE_WINDOW_MINUTES: i64 = 15;
+/// Accounts one client address may create in an hour.
+const SIGN_UPS_PER_CLIENT_HOUR: i64 = 10;
 
 crate::choices! {
     /// A member's role: `admin`, `member` (reads and writes) or `viewer` (reads only).
@@ -51,7 +53,7 @@ pub struct SignUp {
     #[oai(validator(max_length = 320))]
     pub email: Required<String>,
     /// 10 to 200 characters.
-    #[oai(validator(max_length = 200))]
+    #[oai(validator(min_length = 10, max_length = 200))]
     pub password: Required<String>,
     /// How teammates see the person, 1 to 100 characters.
     #[oai(validator(max_length = 100))]
@@ -137,10 +139,12 @@ pub enum SignOutResponse {
 #[poem_openapi::OpenApi(tag = "Tag::People")]
 impl AuthApi {
     /// Create an account with an email address and a password (stored as an argon2id hash), a
-    /// first team with the person as its admin, and a signed-in session. An address that has an
-    /// account, or a password outside 10 to 200 characters, is `422 validation_error`.
+    /// first team with the person as its admin, and a signed-in session; a link that confirms the
+    /// address is mailed. An address that has an account, or a password outside 10 to 200
+    /// characters, is `422 validation_error`; more than ten sign-ups an hour from one client
+    /// address are `429 rate_limit_exceeded`.
     #[oai(path = "/auth/signup", method = "post", operation_id = "sign-up")]
-    async fn sign_up(&self, state: Data<&AppState>, body: Body<SignUp>) -> ApiResult<SignedUp> {
+    async fn sign_up(&self, state: Data<&AppState>, request: &poem::Request, body: Body<SignUp>) -> ApiResult<SignedUp> {
         let body = body.0;
         let email = address(body.email.0)?;
         let password = body.password.0.ok_or_else(|| ApiError::missing_field("password"))?;
@@ -152,8 +156,14 @@ impl AuthApi {
         let password_hash = new_password_hash(password).await?;
         let person_id = schema::ids::new_id();
         let team_name: String = format!("{name}'s team").chars().take(80).collect();
+        let ip = crate::routes::pages::visitor(request).0;
         let mut tx = state.pool.begin().await?;
-        if !people::insert(&mut tx, person_id, &email, &name, &password_hash).await? {
+        if let Some(ip) = ip.as_deref()
+            && people::recent_sign_ups(&mut tx, ip).await? >= SIGN_UPS_PER_CLIENT_HOUR
+        {
+            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Too many sign-ups from this address; try again in an hour."));
+        }
+        if !people::insert(&mut tx, person_id, &email, &name, &password_hash, ip.as_deref()).await? {
             return Err(ApiError::refused_field("email", "an account with this address exists; sign in instead"));
         }
         let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;

@@ -215,7 +215,7 @@ impl InvitationsApi {
                     Err(_) => return Ok(join_form(&invitation, has_account, Some("The password must be 10 to 200 characters."))),
                 };
                 let id = schema::ids::new_id();
-                if !people::insert(&mut tx, id, &invitation.email, &name, &hash).await? {
+                if !people::insert(&mut tx, id, &invitation.email, &name, &hash, crate::routes::pages::visitor(request).0.as_deref()).await? {
                     return Ok(join_form(&invitation, true, Some("An account with this address exists now; sign in with its password.")));
                 }
                 id

@@ -16,16 +16,26 @@ pub struct Person {
     pub totp_enabled_at: Option<DateTime<Utc>>,
 }
 
-/// Inserts an account; `false` when the address already has one.
-pub async fn insert(conn: &mut PgConnection, id: Uuid, email: &str, name: &str, password_hash: &str) -> sqlx::Result<bool> {
-    let done = sqlx::query("INSERT INTO people (id, email, name, password_hash) VALUES ($1, $2, $3, $4) ON CONFLICT (email) DO NOTHING")
+/// Inserts an account (`from`: the client address of the sign-up); `false` when the address
+/// already has one.
+pub async fn insert(conn: &mut PgConnection, id: Uuid, email: &str, name: &str, password_hash: &str, from: Option<&str>) -> sqlx::Result<bool> {
+    let done = sqlx::query("INSERT INTO people (id, email, name, password_hash, signed_up_from) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (email) DO NOTHING")
         .bind(id)
         .bind(email)
         .bind(name)
         .bind(password_hash)
+        .bind(from)
         .execute(conn)
         .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Accounts signed up from a client address in the last hour.
+pub async fn recent_sign_ups(conn: &mut PgConnection, from: &str) -> sqlx::Result<i64> {
+    sqlx::query_scalar("SELECT count(*) FROM people WHERE signed_up_from = $1 AND created_at > now() - interval '1 hour'")
+        .bind(from)
+        .fetch_one(conn)
+        .await
 }
 
 /// The account of an address (bare, lower-case).
