@@ -384,3 +384,31 @@ async fn a_token_reaches_what_its_scopes_reach_as_its_member_and_grants_and_revo
 }
 
 use uuid::Uuid;
+
+#[tokio::test]
+async fn a_client_without_the_refresh_grant_is_unauthorized_for_it_and_a_thousand_registrations_a_day_close_registration() {
+    let app = app().await;
+    let answer = post_json(&app, "/oauth/register", json!({ "client_name": "Agent Smith", "redirect_uris": [REDIRECT], "grant_types": ["authorization_code"] })).await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    let id = answer.body["client_id"].as_str().unwrap();
+    let ada = person(&app, "ada@example.com").await;
+    let code = code_for(&app, id, &ada, &ada.2, &[("scope", "domains:read")]).await;
+    let tokens = exchange(&app, id, &code, VERIFIER).await;
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+    let refused = post_form(&app, "/oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", tokens.body["refresh_token"].as_str().unwrap()), ("client_id", id)]).await;
+    assert_oauth_error(&refused, 400, "unauthorized_client");
+
+    // A thousand registrations today from other addresses: the next one is refused from anywhere.
+    sqlx::query(
+        "INSERT INTO oauth_clients (id, client_id, registration_token_hash, client_name, redirect_uris, grant_types, response_types, registered_from)
+         SELECT gen_random_uuid(), 'rkoc_day_' || n, decode(md5(n::text), 'hex'), 'x', '{https://x.example/cb}', '{authorization_code}', '{code}', '10.0.' || (n / 200) || '.' || (n % 200)
+         FROM generate_series(1, 999) n",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let clients = app.count("oauth_clients").await;
+    assert_eq!(clients, 1000);
+    assert_oauth_error(&post_json(&app, "/oauth/register", json!({ "client_name": "x", "redirect_uris": [REDIRECT] })).await, 429, "invalid_request");
+    assert_eq!(app.count("oauth_clients").await, clients, "a refused registration writes nothing");
+}
