@@ -75,6 +75,13 @@ fn refusal(path: &str, what: &str) -> ApiError {
 }
 
 /// Checks every query parameter (percent-decoded; `+` is a space).
+/// A name-like field: trimmed, 1 to `max` characters, on one line and without control
+/// characters (form posts reach here unchecked by the edge); `None` when it is not.
+pub fn one_line(text: &str, max: usize) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty() && text.chars().count() <= max && !text.chars().any(char::is_control)).then(|| text.to_string())
+}
+
 pub fn check_query(query: &str) -> Result<(), ApiError> {
     for (name, value) in form_urlencoded::parse(query.as_bytes()) {
         if let Some(what) = control_in(&name).or_else(|| control_in(&value)) {

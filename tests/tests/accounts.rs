@@ -232,6 +232,12 @@ async fn an_invitation_is_mailed_and_its_page_creates_the_account_joins_the_team
     assert!(status == 200 && html.contains("10 to 200 characters") && token.is_none(), "{html}");
     assert_eq!(app.count("people").await, 1, "a refused form writes no account");
 
+    for name in ["Bo\u{0}b", "Bob\nSmith"] {
+        let (status, html, token) = page(app, Method::POST, &link, &[("name", name), ("password", PASSWORD)]).await;
+        assert!(status == 200 && html.contains("Give your name") && token.is_none(), "{name:?}: {html}");
+    }
+    assert_eq!(app.count("people").await, 1, "a hostile name writes no account");
+
     let (status, html, token) = page(app, Method::POST, &link, &[("name", "Bob"), ("password", PASSWORD)]).await;
     assert_eq!(status, 201, "{html}");
     let bob_token = token.expect("joining signs in");

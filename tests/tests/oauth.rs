@@ -412,3 +412,34 @@ async fn a_client_without_the_refresh_grant_is_unauthorized_for_it_and_a_thousan
     assert_oauth_error(&post_json(&app, "/oauth/register", json!({ "client_name": "x", "redirect_uris": [REDIRECT] })).await, 429, "invalid_request");
     assert_eq!(app.count("oauth_clients").await, clients, "a refused registration writes nothing");
 }
+
+#[tokio::test]
+async fn a_nul_or_a_ten_megabyte_value_in_any_oauth_field_is_a_4xx_and_writes_nothing() {
+    let app = app().await;
+    let client = register(&app, None).await;
+    let id = client["client_id"].as_str().unwrap();
+    let huge = "x".repeat(10 * 1024 * 1024);
+    let clients = app.count("oauth_clients").await;
+    for bad in ["nul\u{0}name", huge.as_str()] {
+        let registered = post_json(&app, "/oauth/register", json!({ "client_name": bad, "redirect_uris": [REDIRECT] })).await;
+        assert!((400..500).contains(&registered.status), "{}", registered.status);
+        for field in ["grant_type", "client_id", "code", "redirect_uri", "code_verifier", "refresh_token", "scope", "resource"] {
+            let mut form = vec![("grant_type", "authorization_code"), ("client_id", id), ("code", "rkc_x"), ("redirect_uri", REDIRECT), ("code_verifier", VERIFIER)];
+            form.retain(|(k, _)| *k != field);
+            form.push((field, bad));
+            let answer = post_form(&app, "/oauth/token", &form).await;
+            assert!((400..500).contains(&answer.status) && answer.body["error"].is_string(), "{field}: {} {}", answer.status, answer.body);
+        }
+        let revoked = app.client.post(app.url("/oauth/revoke")).form(&[("token", bad), ("client_id", bad)]).send().await.unwrap();
+        assert_eq!(revoked.status().as_u16(), 400, "revoke");
+    }
+    assert_eq!((app.count("oauth_clients").await, app.count("oauth_tokens").await), (clients, 0));
+
+    let (_, consent) = authorize(&app, &authorize_query(id, &[])).await;
+    for bad in ["ada\u{0}@example.com", huge.as_str()] {
+        let answer = browser().post(&consent).form(&[("action", "sign_in"), ("email", bad), ("password", bad), ("mfa_code", bad)]).send().await.unwrap();
+        assert_eq!(answer.status().as_u16(), 200);
+        assert!(answer.headers().get("set-cookie").is_none(), "no session for a hostile sign-in");
+    }
+    assert_eq!(app.count("sessions").await, 0);
+}

@@ -149,10 +149,7 @@ impl AuthApi {
         let email = address(body.email.0)?;
         let password = body.password.0.ok_or_else(|| ApiError::missing_field("password"))?;
         let name = body.name.0.ok_or_else(|| ApiError::missing_field("name"))?;
-        let name = name.trim().to_string();
-        if name.is_empty() || name.chars().count() > 100 || name.contains(['\r', '\n']) {
-            return Err(ApiError::refused_field("name", "must be 1 to 100 characters on one line"));
-        }
+        let name = person_name(&name).ok_or_else(|| ApiError::refused_field("name", "must be 1 to 100 characters on one line"))?;
         let password_hash = new_password_hash(password).await?;
         let person_id = schema::ids::new_id();
         let team_name: String = format!("{name}'s team").chars().take(80).collect();
@@ -281,6 +278,11 @@ pub fn view(session: &people::Session) -> SessionView {
         csrf_token: session.csrf_token.clone(),
         expires_at: session.expires_at,
     }
+}
+
+/// A person's name: 1 to 100 characters on one line, trimmed.
+pub fn person_name(raw: &str) -> Option<String> {
+    crate::input::one_line(raw, 100)
 }
 
 /// An account's address: bare and lower-case.

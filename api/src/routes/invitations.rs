@@ -163,10 +163,9 @@ impl InvitationsApi {
         }
         people::accept_invitation(&mut tx, &invitation, session.person_id).await?;
         people::confirm_email(&mut tx, session.person_id).await?;
-        people::switch_team(&mut tx, session.id, invitation.team_id).await?;
-        let now = people::session_by_id(&mut tx, session.id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+        let now = crate::routes::teams::switch(&mut tx, session.id, invitation.team_id).await?;
         tx.commit().await?;
-        Ok(Json(crate::routes::auth::view(&now)))
+        Ok(Json(now))
     }
 
     /// The page of an invitation's link: who invited, to which team, with which role, and a
@@ -206,10 +205,9 @@ impl InvitationsApi {
         let person_id = match person_id {
             Some(id) => id,
             None => {
-                let name = form.first("name").unwrap_or_default().trim().to_string();
-                if name.is_empty() || name.chars().count() > 100 || name.contains(['\r', '\n']) {
+                let Some(name) = crate::routes::auth::person_name(form.first("name").unwrap_or_default()) else {
                     return Ok(join_form(&invitation, has_account, Some("Give your name (1 to 100 characters).")));
-                }
+                };
                 let hash = match crate::routes::auth::new_password_hash(password).await {
                     Ok(hash) => hash,
                     Err(_) => return Ok(join_form(&invitation, has_account, Some("The password must be 10 to 200 characters."))),

@@ -497,7 +497,7 @@ impl OAuthApi {
         let Some(client) = client else {
             return Ok(error_page("This application is not registered", "The link names an application Herald does not know, or one that was removed."));
         };
-        let Some(redirect) = redirect_uri.0.filter(|uri| client.redirect_uris.contains(uri)) else {
+        let Some(redirect) = redirect_uri.0.filter(|uri| client.metadata.redirect_uris.contains(uri)) else {
             return Ok(error_page("This link cannot be used", "The application asked to return to an address it did not register."));
         };
         let back = |error: &str, description: &str| {
@@ -520,7 +520,7 @@ impl OAuthApi {
         if code_challenge_method.0.as_deref() != Some("S256") {
             return Ok(back("invalid_request", "code_challenge_method must be S256"));
         }
-        let scopes = match requested_scopes(scope.0.as_deref(), client.scope.as_deref()) {
+        let scopes = match requested_scopes(scope.0.as_deref(), client.metadata.scope.as_deref()) {
             Ok(scopes) => scopes,
             Err(description) => return Ok(back("invalid_scope", &description)),
         };
@@ -753,7 +753,7 @@ fn checked_metadata(body: ClientMetadata) -> Answer<oauth::Metadata> {
             return Err(fail("invalid_redirect_uri", format!("{uri} is neither an https URL nor an http URL on a loopback address")));
         }
     }
-    let client_name = body.client_name.map(|n| n.trim().to_string()).filter(|n| !n.is_empty() && n.chars().count() <= 200 && !n.contains(['\r', '\n']));
+    let client_name = body.client_name.as_deref().and_then(|n| crate::input::one_line(n, 200));
     let Some(client_name) = client_name else { return Err(bad("client_name is required: 1 to 200 characters on one line")) };
     if let Some(scope) = &body.scope
         && let Some(unknown) = scope.split_whitespace().find(|s| !SCOPES.contains(s))
@@ -810,25 +810,32 @@ fn client_view(state: &AppState, client: oauth::Client, registration_access_toke
         client_id: client.client_id,
         client_id_issued_at: client.created_at.timestamp(),
         registration_access_token,
-        client_name: client.client_name,
-        redirect_uris: client.redirect_uris,
-        grant_types: client.grant_types,
-        response_types: client.response_types,
+        client_name: client.metadata.client_name,
+        redirect_uris: client.metadata.redirect_uris,
+        grant_types: client.metadata.grant_types,
+        response_types: client.metadata.response_types,
         token_endpoint_auth_method: "none".into(),
-        scope: Nullable(client.scope),
-        client_uri: Nullable(client.client_uri),
-        logo_uri: Nullable(client.logo_uri),
-        software_id: Nullable(client.software_id),
-        software_version: Nullable(client.software_version),
+        scope: Nullable(client.metadata.scope),
+        client_uri: Nullable(client.metadata.client_uri),
+        logo_uri: Nullable(client.metadata.logo_uri),
+        software_id: Nullable(client.metadata.software_id),
+        software_version: Nullable(client.metadata.software_version),
     }
 }
 
-/// A form field given at most once (`invalid_request` when repeated).
+/// The longest form value the OAuth endpoints read (tokens, ids and URIs are far shorter).
+const MAX_FORM_VALUE: usize = 4096;
+
+/// A form field given at most once (`invalid_request` when repeated, longer than 4,096
+/// characters, or holding a control character).
 fn single(form: &FormBody, name: &str) -> Answer<Option<String>> {
     let mut values = form.all(name);
     let first = values.next().map(str::to_string);
     if values.next().is_some() {
         return Err(fail("invalid_request", format!("{name} is repeated")));
+    }
+    if first.as_ref().is_some_and(|v| v.len() > MAX_FORM_VALUE || v.chars().any(char::is_control)) {
+        return Err(fail("invalid_request", format!("{name} is malformed")));
     }
     Ok(first.filter(|v| !v.is_empty()))
 }
@@ -846,7 +853,7 @@ async fn exchange(state: &AppState, form: &FormBody) -> Answer<TokenAnswer> {
     let client_id = required(form, "client_id")?;
     let mut tx = state.pool.begin().await?;
     let client = oauth::client(&mut tx, &client_id).await?.ok_or_else(|| fail("invalid_client", "the client is unknown or disabled"))?;
-    if !client.grant_types.contains(&grant_type) {
+    if !client.metadata.grant_types.contains(&grant_type) {
         return Err(fail("unauthorized_client", format!("the client did not register the {grant_type} grant")));
     }
     if let Some(resource) = single(form, "resource")?
@@ -968,8 +975,8 @@ async fn consent_page(
     cookie: Option<String>,
 ) -> ApiResult<BrowserAnswer> {
     let problem = problem.map(|p| format!("<p class=\"notice\">{}</p>", escape(p))).unwrap_or_default();
-    let name = escape(&client.client_name);
-    let links: String = [("Website", &client.client_uri), ("Logo", &client.logo_uri)]
+    let name = escape(&client.metadata.client_name);
+    let links: String = [("Website", &client.metadata.client_uri), ("Logo", &client.metadata.logo_uri)]
         .iter()
         .filter_map(|(label, link)| link.as_ref().map(|l| format!(" <a href=\"{}\" rel=\"noopener noreferrer\">{label}</a>", escape(l))))
         .collect();
@@ -1004,5 +1011,5 @@ async fn consent_page(
             )
         }
     };
-    Ok(BrowserAnswer::Ok(Html(document(&format!("Allow {}", client.client_name), &body)), CONSENT_POLICY.into(), "no-store".into(), cookie))
+    Ok(BrowserAnswer::Ok(Html(document(&format!("Allow {}", client.metadata.client_name), &body)), CONSENT_POLICY.into(), "no-store".into(), cookie))
 }

@@ -121,10 +121,9 @@ impl TeamsApi {
         let session = &session.0.session;
         let mut tx = state.pool.begin().await?;
         let team_id = create_for(&mut tx, session.person_id, &name).await?;
-        people::switch_team(&mut tx, session.id, team_id).await?;
-        let now = people::session_by_id(&mut tx, session.id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+        let now = switch(&mut tx, session.id, team_id).await?;
         tx.commit().await?;
-        Ok(CreateTeamResponse::Created(Json(crate::routes::auth::view(&now))))
+        Ok(CreateTeamResponse::Created(Json(now)))
     }
 
     /// Make one of the person's teams the session's current team. A team the person does not
@@ -137,10 +136,9 @@ impl TeamsApi {
         if people::role_in(&mut tx, team_id, session.person_id).await?.is_none() {
             return Err(ApiError::not_found("Team"));
         }
-        people::switch_team(&mut tx, session.id, team_id).await?;
-        let now = people::session_by_id(&mut tx, session.id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+        let now = switch(&mut tx, session.id, team_id).await?;
         tx.commit().await?;
-        Ok(Json(crate::routes::auth::view(&now)))
+        Ok(Json(now))
     }
 
     /// Give a member of the session's current team another role (admins only). Taking the team's
@@ -173,6 +171,13 @@ impl TeamsApi {
         crate::auth_cache::settle(&state.pool).await?;
         Ok(Json(MemberRemoved { object: "team_member".into(), user_id: person_id.to_string(), deleted: true }))
     }
+}
+
+/// Makes `team_id` the session's current team and answers the session as it is now.
+pub async fn switch(tx: &mut sqlx::PgConnection, session_id: Uuid, team_id: Uuid) -> ApiResult<SessionView> {
+    people::switch_team(tx, session_id, team_id).await?;
+    let now = people::session_by_id(tx, session_id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
+    Ok(crate::routes::auth::view(&now))
 }
 
 /// The session's current team; `403 invalid_permission` when it has none.
@@ -215,12 +220,9 @@ impl MembersApi {
 
 /// Creates a team named `name` (1 to 80 characters, one line) with the person as its admin.
 pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str) -> ApiResult<Uuid> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 80 || name.contains(['\r', '\n']) {
-        return Err(ApiError::refused_field("name", "must be 1 to 80 characters on one line"));
-    }
+    let name = crate::input::one_line(name, 80).ok_or_else(|| ApiError::refused_field("name", "must be 1 to 80 characters on one line"))?;
     let team_id = schema::ids::new_id();
-    teams::insert(tx, team_id, name, &format!("team-{}", team_id.simple())).await?;
+    teams::insert(tx, team_id, &name, &format!("team-{}", team_id.simple())).await?;
     people::add_member(tx, team_id, person_id, "admin").await?;
     Ok(team_id)
 }

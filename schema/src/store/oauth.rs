@@ -5,25 +5,18 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
-/// A registered client's metadata (RFC 7591).
+/// A registered client: its ids and its metadata (RFC 7591).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Client {
     pub id: Uuid,
     pub client_id: String,
-    pub client_name: String,
-    pub redirect_uris: Vec<String>,
-    pub grant_types: Vec<String>,
-    pub response_types: Vec<String>,
-    pub scope: Option<String>,
-    pub client_uri: Option<String>,
-    pub logo_uri: Option<String>,
-    pub software_id: Option<String>,
-    pub software_version: Option<String>,
+    #[sqlx(flatten)]
+    pub metadata: Metadata,
     pub created_at: DateTime<Utc>,
 }
 
 /// Metadata as registered or replaced.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Metadata {
     pub client_name: String,
     pub redirect_uris: Vec<String>,
