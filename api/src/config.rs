@@ -33,8 +33,8 @@ pub struct Config {
     /// `HERALD_BROADCAST_PAGE_SIZE`: contacts a broadcast's fan-out resolves per transaction
     /// (default 500).
     pub broadcast_page_size: i64,
-    /// `HERALD_AUTOMATION_CONCURRENCY`: automation steps a worker process executes at once
-    /// (default 8).
+    /// `HERALD_AUTOMATION_CONCURRENCY`: automation executor tasks in a worker process, each
+    /// advancing up to 32 due runs per transaction (default 4).
     pub automation_concurrency: usize,
     /// `HERALD_DNS_SERVERS`: comma-separated `ip:port` nameservers; empty means the system's.
     pub dns_servers: Vec<SocketAddr>,
@@ -224,7 +224,7 @@ impl Config {
             log_format,
             spool_dir: get("HERALD_SPOOL_DIR", "herald-spool").into(),
             broadcast_page_size: number("HERALD_BROADCAST_PAGE_SIZE", "500")?.clamp(1.0, 10_000.0) as i64,
-            automation_concurrency: number("HERALD_AUTOMATION_CONCURRENCY", "8")?.clamp(1.0, 256.0) as usize,
+            automation_concurrency: number("HERALD_AUTOMATION_CONCURRENCY", "4")?.clamp(1.0, 256.0) as usize,
         })
     }
 

@@ -1,8 +1,10 @@
-//! The automation executor: runs are rows, not sleeping tasks. Each executor task claims one
-//! due running run (`FOR UPDATE SKIP LOCKED`), executes its current step and records the step
-//! and the run's progress in the same transaction. A crash rolls the step back with its
-//! progress, so a restarted worker repeats no step that committed and skips none that did not.
-//! A delay moves the run's `due_at` and lets it go; a probe wakes idle tasks when runs fall due.
+//! The automation executor: runs are rows, not sleeping tasks. Each executor task claims a
+//! batch of due running runs (`FOR UPDATE SKIP LOCKED`), executes each one's current step and
+//! records the steps and the runs' progress in the same transaction. A crash rolls the steps
+//! back with their progress, so a restarted worker repeats no step that committed and skips
+//! none that did not. A step that fails sends its batch back to be advanced run by run, each
+//! in a transaction of its own. A delay moves the run's `due_at` and lets it go; a probe wakes
+//! idle tasks when runs fall due.
 
 use crate::broadcasts::{contact_links, property_fallbacks, template_defaults};
 use chrono::{TimeDelta, Utc};
@@ -10,11 +12,12 @@ use render::{Compiled, Mode};
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
 use schema::domain::DomainStatus;
 use schema::email::Mailbox;
-use schema::jobs::Deliver;
-use schema::store::automations::{self, Run, SegmentWatch};
-use schema::store::contacts::{self, Consent, Contact, ContactFields};
+use schema::jobs::{Deliver, DeliverPage};
+use schema::store::automations::{self, Run, RunMove, SegmentWatch, StepWrite};
+use schema::store::contacts::{self, Consent, Contact, ContactFields, Property};
 use schema::store::emails::{self, NewEmail, NewRecipient};
 use schema::store::events::{self, NewEvent};
+use schema::store::templates::Sendable;
 use schema::store::{segments, sending, templates, topics, usage};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -68,7 +71,8 @@ const LEASE: i32 = 32;
 
 /// Quota leases: each sending step takes one email from its team's lease for the day, and a
 /// lease is taken from the team's counter [`LEASE`] at a time in a short transaction of its own
-/// ([`usage::lease`], which grants only what the caps leave). Counting each email in its step's
+/// ([`usage::lease`], which grants only what the caps leave), on a connection of the executor's
+/// own (so a batch holding a connection of the shared pool never waits for another). Counting each email in its step's
 /// transaction would hold the team's counter row locked until that commit, so one team's
 /// sending steps would run one after another. What a process has not handed out when it stops
 /// is given back; a process that dies keeps at most `LEASE - 1` per team counted but unsent.
@@ -117,6 +121,8 @@ struct Executor {
     graphs: Graphs,
     link_key: tokio::sync::OnceCell<Arc<[u8]>>,
     leases: Leases,
+    /// The connections the leases are taken on (see [`Leases`]).
+    lease_pool: PgPool,
 }
 
 /// Runs the executor until `shutdown` resolves; a step in progress finishes first.
@@ -126,7 +132,8 @@ pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Futu
         shutdown.await;
         let _ = stop.send(true);
     });
-    let executor = Arc::new(Executor { pool, settings, graphs: Graphs::default(), link_key: tokio::sync::OnceCell::new(), leases: Leases::default() });
+    let lease_pool = sqlx::postgres::PgPoolOptions::new().max_connections(2).connect_lazy_with((*pool.connect_options()).clone());
+    let executor = Arc::new(Executor { pool, settings, graphs: Graphs::default(), link_key: tokio::sync::OnceCell::new(), leases: Leases::default(), lease_pool });
     let wake = Arc::new(Notify::new());
     let probe = {
         let (executor, wake, stopped) = (executor.clone(), wake.clone(), stopped.clone());
@@ -162,7 +169,7 @@ pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Futu
         let _ = task.await;
     }
     probe.abort();
-    if let Err(error) = executor.leases.give_back(&executor.pool).await {
+    if let Err(error) = executor.leases.give_back(&executor.lease_pool).await {
         tracing::warn!(%error, "giving back unused quota leases failed");
     }
 }
@@ -199,92 +206,214 @@ enum Flow {
     Park(chrono::DateTime<Utc>),
 }
 
+/// How many due runs one executor task claims and advances in one transaction.
+const BATCH: i64 = 32;
+
+/// What the steps of one batch share: the writes they leave for its end (made in one statement
+/// each before the commit: the events they emitted, the emails they created for delivery) and
+/// the team facts they read once per batch (properties, watched segments, templates).
+#[derive(Default)]
+struct Batch {
+    events: Vec<NewEvent>,
+    deliveries: Vec<Uuid>,
+    properties: HashMap<Uuid, Arc<Vec<Property>>>,
+    watched: HashMap<Uuid, Vec<Uuid>>,
+    templates: HashMap<(Uuid, String), Option<Arc<Sendable>>>,
+}
+
+impl Batch {
+    /// The team's declared contact properties.
+    async fn properties(&mut self, tx: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Arc<Vec<Property>>> {
+        if let Some(properties) = self.properties.get(&team_id) {
+            return Ok(properties.clone());
+        }
+        let properties = Arc::new(contacts::properties(tx, team_id).await?);
+        self.properties.insert(team_id, properties.clone());
+        Ok(properties)
+    }
+
+    /// `svc:segment.entered` around a change to the contact (see [`SegmentWatch`]).
+    async fn watch(&mut self, tx: &mut PgConnection, team_id: Uuid, contact_id: Uuid) -> sqlx::Result<Option<SegmentWatch>> {
+        let watched = match self.watched.get(&team_id) {
+            Some(watched) => watched.clone(),
+            None => {
+                let watched = automations::watched_segments(tx, team_id).await?;
+                self.watched.insert(team_id, watched.clone());
+                watched
+            }
+        };
+        SegmentWatch::of(tx, team_id, Some(contact_id), watched).await
+    }
+
+    /// The template `key` names, when it is live (with `version: None` when it has no
+    /// published version).
+    async fn template(&mut self, tx: &mut PgConnection, team_id: Uuid, key: &str) -> sqlx::Result<Option<Arc<Sendable>>> {
+        let cache_key = (team_id, key.to_string());
+        if let Some(template) = self.templates.get(&cache_key) {
+            return Ok(template.clone());
+        }
+        let found = templates::for_send(tx, team_id, std::slice::from_ref(&cache_key.1)).await?.into_iter().next().map(Arc::new);
+        self.templates.insert(cache_key, found.clone());
+        Ok(found)
+    }
+
+    async fn write(self, tx: &mut PgConnection) -> anyhow::Result<()> {
+        events::emit(tx, &self.events).await?;
+        match self.deliveries.as_slice() {
+            [] => {}
+            [email_id] => {
+                schema::jobs::enqueue(tx, &Deliver { email_id: *email_id }).await?;
+            }
+            email_ids => {
+                schema::jobs::enqueue(tx, &DeliverPage { email_ids: email_ids.to_vec() }).await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One run's step done in a batch's transaction: its records (the trigger's too when the step
+/// started the run) and where it leaves the run.
+struct Advanced {
+    run_id: Uuid,
+    team_id: Uuid,
+    records: Vec<(String, &'static str, Value, bool)>,
+    next: Option<(String, chrono::DateTime<Utc>)>,
+    sent: bool,
+}
+
+impl Advanced {
+    /// The failed step and the run's trigger (when this attempt started the run), for a
+    /// failure found after the step ran.
+    fn failure_keys(&self, run: &Run) -> (Option<String>, Option<String>) {
+        let key = self.records.last().map(|r| r.0.clone());
+        let trigger = run.step.is_none().then(|| self.records.first().map(|r| r.0.clone())).flatten();
+        (key, trigger)
+    }
+}
+
+/// A step that did not complete: which step, whether the attempt was the run's first (the
+/// trigger's key), and why.
+struct Failure {
+    key: Option<String>,
+    trigger: Option<String>,
+    error: StepError,
+}
+
 impl Executor {
-    /// Claims one due run and executes its steps while they are due, each in its own
-    /// transaction; `false` when none was due.
+    /// Claims up to [`BATCH`] due runs and advances each by one step, all in one transaction:
+    /// every step's writes commit with its run's progress. When any step fails, the batch rolls
+    /// back and each of its runs is advanced alone, where a failure is that run's own. `false`
+    /// when none was due.
     async fn step_once(&self) -> anyhow::Result<bool> {
         let mut tx = self.pool.begin().await?;
-        let Some(run) = automations::claim_due(&mut tx).await? else { return Ok(false) };
-        let mut next = self.step(tx, run).await?;
-        // The run's next step, when due at once, is taken by id rather than by another claim.
-        while let Some(id) = next {
-            let mut tx = self.pool.begin().await?;
-            match automations::lock(&mut tx, id).await? {
-                Some(run) if run.status == "running" && run.due_at <= Utc::now() => next = self.step(tx, run).await?,
-                _ => break,
+        let mut runs = automations::claim_due(&mut tx, BATCH).await?;
+        if runs.is_empty() {
+            return Ok(false);
+        }
+        // Contacts are locked in one order by every batch, so two batches never deadlock.
+        runs.sort_by_key(|run| run.contact_id);
+        if let Err(failed) = self.advance(tx, &runs).await? {
+            if runs.len() == 1 {
+                self.failed_attempt(&runs[0], failed.key.as_deref(), failed.trigger.as_deref(), failed.error).await?;
+            } else {
+                for run in &runs {
+                    self.advance_alone(run.id).await?;
+                }
             }
         }
         Ok(true)
     }
 
-    /// Executes the run's current step in `tx`, with the run's progress; answers the run's id
-    /// when its next step is due now. The trigger does no work of its own: it is recorded (and
-    /// `automation.run.started` emitted) in the transaction of the run's first step, so a run's
-    /// first commit already holds its first real step.
-    async fn step(&self, mut tx: sqlx::Transaction<'static, sqlx::Postgres>, run: Run) -> anyhow::Result<Option<Uuid>> {
-        let graph = match self.graphs.get(&mut tx, run.automation_id, run.version).await {
-            Ok(graph) => graph,
-            Err(error) => {
-                drop(tx);
-                self.failed_attempt(&run, None, None, StepError::Retry(error)).await?;
-                return Ok(None);
-            }
-        };
-        let mut step = match &run.step {
-            None => graph.trigger(),
-            Some(key) => match graph.step(key) {
-                Some(step) => step,
-                None => {
-                    drop(tx);
-                    self.failed_attempt(&run, None, None, StepError::Fail(format!("the version has no step `{key}`"))).await?;
-                    return Ok(None);
-                }
-            },
-        };
-        // The trigger, when this attempt starts the run (its record rolls back with a failed step).
-        let trigger = run.step.is_none().then_some(step.key.as_str());
-        let (done, next) = loop {
-            let done = match self.execute(&mut tx, &run, step).await {
-                Ok(done) => done,
-                Err(error) => {
-                    drop(tx);
-                    self.failed_attempt(&run, Some(&step.key), trigger, error).await?;
-                    return Ok(None);
-                }
-            };
-            let next = match done.flow {
-                Flow::Next(branch) => graph.next(&step.key, branch).map(|next| (next.key.as_str(), Utc::now())),
-                Flow::Park(until) => Some((step.key.as_str(), until)),
-            };
-            match next {
-                Some((key, _)) if matches!(step.action, Action::Trigger { .. }) => {
-                    automations::record_step(&mut tx, run.id, &step.key, done.status, &done.outcome, true).await?;
-                    step = graph.step(key).expect("graph.next answers a step of the graph");
-                }
-                _ => break (done, next),
-            }
-        };
-        let completed = done.status == "completed";
-        let completed_at = automations::progress(&mut tx, run.id, (&step.key, done.status, &done.outcome, completed), next).await?;
-        if next.is_none() {
-            emit_run(&mut tx, &run, "automation.run.completed", None, completed_at).await?;
+    /// Advances one run by one step in a transaction of its own, if it is still due.
+    async fn advance_alone(&self, run_id: Uuid) -> anyhow::Result<()> {
+        let mut tx = self.pool.begin().await?;
+        let Some(run) = automations::lock(&mut tx, run_id).await? else { return Ok(()) };
+        if run.status != "running" || run.due_at > Utc::now() {
+            return Ok(());
         }
-        // An email the step created is counted from the team's lease (see [`Leases`]).
+        if let Err(failed) = self.advance(tx, std::slice::from_ref(&run)).await? {
+            self.failed_attempt(&run, failed.key.as_deref(), failed.trigger.as_deref(), failed.error).await?;
+        }
+        Ok(())
+    }
+
+    /// Executes the current step of every run of `runs` (locked by `tx`), records the steps
+    /// and the runs' progress, counts the emails against the quota and commits. A step that
+    /// fails rolls everything back and answers which one and why.
+    async fn advance(&self, mut tx: sqlx::Transaction<'static, sqlx::Postgres>, runs: &[Run]) -> anyhow::Result<Result<(), Failure>> {
+        let mut batch = Batch::default();
+        let mut done = Vec::with_capacity(runs.len());
+        for run in runs {
+            match self.step(&mut tx, run, &mut batch).await {
+                Ok(advanced) => done.push(advanced),
+                Err(failed) => return Ok(Err(failed)),
+            }
+        }
+        let records: Vec<_> = done
+            .iter()
+            .flat_map(|a| a.records.iter().map(|(key, status, outcome, completed)| StepWrite { run_id: a.run_id, key, status, outcome, completed: *completed }))
+            .collect();
+        let moves: Vec<_> = done.iter().map(|a| RunMove { run_id: a.run_id, next: a.next.as_ref().map(|(key, at)| (key.as_str(), *at)) }).collect();
+        let completed = automations::progress(&mut tx, &records, &moves).await?;
+        for (run_id, at) in completed {
+            if let Some(run) = runs.iter().find(|r| r.id == run_id) {
+                batch.events.push(run_event(run, "automation.run.completed", None, Some(at)));
+            }
+        }
+        batch.write(&mut tx).await?;
+        // The emails the steps created are counted from their teams' leases (see [`Leases`]).
         let day = Utc::now().date_naive();
-        if done.sent && !self.leases.take(&self.pool, run.team_id).await? {
-            drop(tx);
-            self.failed_attempt(&run, Some(&step.key), trigger, StepError::Fail("the team's sending quota is used up".into())).await?;
-            return Ok(None);
+        let mut taken: Vec<Uuid> = Vec::new();
+        for advanced in done.iter().filter(|a| a.sent) {
+            if !self.leases.take(&self.lease_pool, advanced.team_id).await? {
+                drop(tx);
+                for team_id in taken {
+                    self.leases.put_back(team_id, day);
+                }
+                let run = runs.iter().find(|r| r.id == advanced.run_id).expect("a run of the batch");
+                let (key, trigger) = advanced.failure_keys(run);
+                return Ok(Err(Failure { key, trigger, error: StepError::Fail("the team's sending quota is used up".into()) }));
+            }
+            taken.push(advanced.team_id);
         }
         if let Err(error) = tx.commit().await {
-            if done.sent {
-                self.leases.put_back(run.team_id, day);
+            for team_id in taken {
+                self.leases.put_back(team_id, day);
             }
             return Err(error.into());
         }
-        let due_now = next.is_some_and(|(_, due_at)| due_at <= Utc::now());
-        Ok(due_now.then_some(run.id))
+        Ok(Ok(()))
     }
+
+    /// Executes the run's current step in `tx`. The trigger does no work of its own: it is
+    /// recorded (and `automation.run.started` emitted) in the transaction of the run's first
+    /// step, so a run's first commit already holds its first real step.
+    async fn step(&self, tx: &mut PgConnection, run: &Run, batch: &mut Batch) -> Result<Advanced, Failure> {
+        let graph = self.graphs.get(tx, run.automation_id, run.version).await.map_err(|error| Failure { key: None, trigger: None, error: StepError::Retry(error) })?;
+        let mut step = match &run.step {
+            None => graph.trigger(),
+            Some(key) => graph.step(key).ok_or_else(|| Failure { key: None, trigger: None, error: StepError::Fail(format!("the version has no step `{key}`")) })?,
+        };
+        // The trigger, when this attempt starts the run (its record rolls back with a failed step).
+        let trigger = run.step.is_none().then(|| step.key.clone());
+        let mut records = Vec::new();
+        loop {
+            let done = self.execute(tx, run, step, batch).await.map_err(|error| Failure { key: Some(step.key.clone()), trigger: trigger.clone(), error })?;
+            let next = match done.flow {
+                Flow::Next(branch) => graph.next(&step.key, branch).map(|next| (next.key.clone(), Utc::now())),
+                Flow::Park(until) => Some((step.key.clone(), until)),
+            };
+            records.push((step.key.clone(), done.status, done.outcome, done.status == "completed"));
+            match next {
+                Some((key, _)) if matches!(step.action, Action::Trigger { .. }) => {
+                    step = graph.step(&key).expect("graph.next answers a step of the graph");
+                }
+                next => return Ok(Advanced { run_id: run.id, team_id: run.team_id, records, next, sent: done.sent }),
+            }
+        }
+    }
+
     /// After a step's transaction rolled back: a permanent failure (or the last attempt) fails
     /// the run with its reason; otherwise the step is tried again later.
     /// `trigger` names the run's trigger when the attempt was its first: a run that fails there
@@ -306,15 +435,17 @@ impl Executor {
             }
         };
         if let Some(reason) = reason {
+            let mut emitted = Vec::new();
             if let Some(trigger) = trigger.filter(|t| key != Some(*t)) {
                 automations::record_step(&mut tx, run.id, trigger, "completed", &json!({}), true).await?;
-                emit_run(&mut tx, run, "automation.run.started", None, None).await?;
+                emitted.push(run_event(run, "automation.run.started", None, None));
             }
             if let Some(key) = key {
                 automations::record_step(&mut tx, run.id, key, "failed", &json!({ "reason": reason }), true).await?;
             }
             let at = automations::finish(&mut tx, run.id, "failed", Some(&reason)).await?;
-            emit_run(&mut tx, run, "automation.run.failed", Some(&reason), Some(at)).await?;
+            emitted.push(run_event(run, "automation.run.failed", Some(&reason), Some(at)));
+            events::emit(&mut tx, &emitted).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -322,11 +453,11 @@ impl Executor {
 
     /// Executes one step in the run's transaction; answers what it did (the caller records it
     /// with the run's progress).
-    async fn execute(&self, tx: &mut PgConnection, run: &Run, step: &Step) -> Result<Done, StepError> {
+    async fn execute(&self, tx: &mut PgConnection, run: &Run, step: &Step, batch: &mut Batch) -> Result<Done, StepError> {
         let mut sent = false;
         let (flow, outcome) = match &step.action {
             Action::Trigger { .. } => {
-                emit_run(tx, run, "automation.run.started", None, None).await?;
+                batch.events.push(run_event(run, "automation.run.started", None, None));
                 (Flow::Next(Branch::Default), json!({}))
             }
             Action::Delay(delay) => {
@@ -347,7 +478,7 @@ impl Executor {
             }
             Action::ContactUpdate(change) => {
                 let contact = contact(tx, run).await?;
-                update_contact(tx, &contact, change).await?;
+                update_contact(tx, &contact, change, batch).await?;
                 (Flow::Next(Branch::Default), json!({}))
             }
             Action::AddToSegment(segment_id) => {
@@ -355,7 +486,7 @@ impl Executor {
                 if segments::get(tx, run.team_id, *segment_id).await?.is_none() {
                     return Err(StepError::Fail("the segment was deleted".into()));
                 }
-                let watch = SegmentWatch::before(tx, run.team_id, Some(contact.id)).await?;
+                let watch = batch.watch(tx, run.team_id, contact.id).await?;
                 segments::add_members(tx, &[*segment_id], &[contact.id]).await?;
                 if let Some(watch) = watch {
                     watch.enrol_entered(tx, contact.id).await?;
@@ -368,7 +499,7 @@ impl Executor {
                     return Err(StepError::Fail("the topic was deleted".into()));
                 }
                 let choice = if *opt_in { "opt_in" } else { "opt_out" };
-                let watch = SegmentWatch::before(tx, run.team_id, Some(contact.id)).await?;
+                let watch = batch.watch(tx, run.team_id, contact.id).await?;
                 for (topic_id, _) in topics::choose(tx, contact.id, &[(*topic_id, choice.to_string())]).await? {
                     contacts::record_consent(tx, &consent(&contact, Some(topic_id), choice)).await?;
                 }
@@ -383,7 +514,7 @@ impl Executor {
                     json!({ "skipped": true, "reason": "the contact unsubscribed from everything" })
                 } else {
                     let mail = Mail { template, variables, from: from.as_deref(), subject: subject.as_deref(), reply_to };
-                    let email_id = self.send_email(tx, run, &contact, &mail).await?;
+                    let email_id = self.send_email(tx, run, &contact, &mail, batch).await?;
                     sent = true;
                     json!({ "email_id": email_id })
                 };
@@ -396,9 +527,8 @@ impl Executor {
     /// Sends a published template to the contact through the ordinary path: the from-domain
     /// verified, the sandbox, suppressions (recorded as `email.suppressed`), the quota, the
     /// one-click unsubscribe headers, a delivery job. Answers the email's id.
-    async fn send_email(&self, tx: &mut PgConnection, run: &Run, contact: &Contact, mail: &Mail<'_>) -> Result<Uuid, StepError> {
-        let found = templates::for_send(tx, run.team_id, std::slice::from_ref(&mail.template.to_string())).await?;
-        let Some(template) = found.into_iter().find(|t| t.version.is_some()) else {
+    async fn send_email(&self, tx: &mut PgConnection, run: &Run, contact: &Contact, mail: &Mail<'_>, batch: &mut Batch) -> Result<Uuid, StepError> {
+        let Some(template) = batch.template(tx, run.team_id, mail.template).await?.filter(|t| t.version.is_some()) else {
             return Err(StepError::Fail(format!("template `{}` was deleted or has no published version", mail.template)));
         };
         let from_header = mail.from.map(str::to_string).or(template.from_address.clone()).ok_or_else(|| StepError::Fail("no sender: neither the step nor the template names one".into()))?;
@@ -424,7 +554,7 @@ impl Executor {
         };
         let mut variables = template_defaults(template.variables.as_ref());
         variables.extend(mail.variables.clone());
-        let fallbacks = property_fallbacks(tx, run.team_id).await?;
+        let fallbacks = property_fallbacks(&batch.properties(tx, run.team_id).await?);
         let link_key = self
             .link_key
             .get_or_try_init(|| async { schema::store::keys::get(tx, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
@@ -477,9 +607,9 @@ impl Executor {
         // Counted by the caller as the step's last write (see [`Executor::step`]).
         emails::insert_many(tx, std::slice::from_ref(&email), None).await?;
         if email.all_suppressed() {
-            events::emit(tx, &email.suppressed_events()).await?;
+            batch.events.extend(email.suppressed_events());
         } else {
-            schema::jobs::enqueue(tx, &Deliver { email_id: id }).await?;
+            batch.deliveries.push(id);
         }
         Ok(id)
     }
@@ -509,16 +639,19 @@ fn consent<'a>(contact: &'a Contact, topic_id: Option<Uuid>, choice: &'static st
 /// A `contact_update` step: sets the given fields (a new property is declared, typed by its
 /// value), records consent when `unsubscribed` changes, emits `contact.updated`, and starts the
 /// `svc:segment.entered` runs of segments the contact enters.
-async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &ContactChange) -> Result<(), StepError> {
-    let watch = SegmentWatch::before(tx, contact.team_id, Some(contact.id)).await?;
-    let declared: Vec<String> = contacts::properties(tx, contact.team_id).await?.into_iter().map(|p| p.key).collect();
+async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &ContactChange, batch: &mut Batch) -> Result<(), StepError> {
+    let watch = batch.watch(tx, contact.team_id, contact.id).await?;
+    let declared = batch.properties(tx, contact.team_id).await?;
     let new: Vec<(String, &'static str)> = change
         .properties
         .iter()
-        .filter(|(key, value)| !declared.contains(key) && !value.is_null())
+        .filter(|(key, value)| !declared.iter().any(|p| &p.key == *key) && !value.is_null())
         .filter_map(|(key, value)| Some((key.clone(), schema::model::property_kind(value)?)))
         .collect();
-    contacts::declare(tx, contact.team_id, &new).await?;
+    if !new.is_empty() {
+        contacts::declare(tx, contact.team_id, &new).await?;
+        batch.properties.remove(&contact.team_id);
+    }
     let mut properties = contact.properties.as_object().cloned().unwrap_or_default();
     for (key, value) in &change.properties {
         if value.is_null() {
@@ -542,17 +675,16 @@ async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &Conta
     if let Some(watch) = watch {
         watch.enrol_entered(tx, contact.id).await?;
     }
-    events::emit(tx, &[NewEvent { team_id: contact.team_id, event_type: "contact.updated", data: after.event_data(), email_id: None }]).await?;
+    batch.events.push(NewEvent { team_id: contact.team_id, event_type: "contact.updated", data: after.event_data(), email_id: None });
     Ok(())
 }
 
-/// Emits an `automation.run.*` event in the step's transaction.
-async fn emit_run(tx: &mut PgConnection, run: &Run, event_type: &'static str, error: Option<&str>, completed_at: Option<chrono::DateTime<Utc>>) -> sqlx::Result<()> {
+/// An `automation.run.*` event of the run.
+fn run_event(run: &Run, event_type: &'static str, error: Option<&str>, completed_at: Option<chrono::DateTime<Utc>>) -> NewEvent {
     let status = match event_type {
         "automation.run.completed" => "completed",
         "automation.run.failed" => "failed",
         _ => "running",
     };
-    let data = run.event_data(status, error, completed_at);
-    events::emit(tx, &[NewEvent { team_id: run.team_id, event_type, data, email_id: None }]).await
+    NewEvent { team_id: run.team_id, event_type, data: run.event_data(status, error, completed_at), email_id: None }
 }

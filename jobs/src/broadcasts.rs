@@ -223,7 +223,7 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
     };
     // A body with an unsubscribe or preferences link of its own gets no footer.
     let compiled = if has_unsubscribe(&compiled) { compiled } else { with_footer(&compiled, &address)? };
-    let fallbacks = property_fallbacks(conn, broadcast.team_id).await?;
+    let fallbacks = property_fallbacks(&contacts::properties(conn, broadcast.team_id).await?);
     Ok(Ok(Prepared {
         membership,
         compiled,
@@ -250,8 +250,8 @@ pub(crate) fn template_defaults(declared: Option<&Value>) -> Map<String, Value> 
 }
 
 /// The team's property fallbacks as text, for `{{{PROPERTY}}}` merge tags.
-pub(crate) async fn property_fallbacks(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<HashMap<String, String>> {
-    Ok(contacts::properties(conn, team_id).await?.into_iter().filter_map(|p| Some((p.key, fallback_text(p.fallback_value.as_ref()?)?))).collect())
+pub(crate) fn property_fallbacks(properties: &[contacts::Property]) -> HashMap<String, String> {
+    properties.iter().filter_map(|p| Some((p.key.clone(), fallback_text(p.fallback_value.as_ref()?)?))).collect()
 }
 
 fn fallback_text(value: &Value) -> Option<String> {

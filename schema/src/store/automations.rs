@@ -227,13 +227,15 @@ pub async fn step_records(conn: &mut PgConnection, run_id: Uuid) -> sqlx::Result
         .await
 }
 
-/// Claims one due running run for this transaction (skipping those another executor holds).
-pub async fn claim_due(conn: &mut PgConnection) -> sqlx::Result<Option<Run>> {
+/// Claims up to `limit` due running runs for this transaction, longest due first (skipping
+/// those another executor holds).
+pub async fn claim_due(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<Run>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {RUN_COLUMNS} FROM automation_runs WHERE status = 'running' AND due_at <= now()
-         ORDER BY due_at LIMIT 1 FOR UPDATE SKIP LOCKED"
+         ORDER BY due_at LIMIT $1 FOR UPDATE SKIP LOCKED"
     )))
-    .fetch_optional(conn)
+    .bind(limit)
+    .fetch_all(conn)
     .await
 }
 
@@ -265,34 +267,53 @@ pub async fn record_step(conn: &mut PgConnection, run_id: Uuid, key: &str, statu
     Ok(())
 }
 
-/// Records what a step did (`(key, status, outcome, completed)`, as [`record_step`]) and, in
-/// the same statement, moves the run to its next step at its due time, or completes it when
-/// `next` is `None` (answering when).
-pub async fn progress(
-    conn: &mut PgConnection,
-    run_id: Uuid,
-    (key, status, outcome, completed): (&str, &str, &Value, bool),
-    next: Option<(&str, DateTime<Utc>)>,
-) -> sqlx::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-        "WITH s AS ({RECORD_STEP})
-         UPDATE automation_runs SET
-             status = CASE WHEN $6 THEN status ELSE 'completed' END,
-             step = $7,
-             due_at = COALESCE($8, due_at),
-             completed_at = CASE WHEN $6 THEN NULL ELSE now() END,
-             attempts = 0, updated_at = now()
-         WHERE id = $1 RETURNING completed_at"
-    )))
-    .bind(run_id)
-    .bind(key)
-    .bind(status)
-    .bind(outcome)
-    .bind(completed)
-    .bind(next.is_some())
-    .bind(next.map(|(step, _)| step))
-    .bind(next.map(|(_, due_at)| due_at))
-    .fetch_one(conn)
+/// A step's record, as [`record_step`] writes it.
+pub struct StepWrite<'a> {
+    pub run_id: Uuid,
+    pub key: &'a str,
+    pub status: &'a str,
+    pub outcome: &'a Value,
+    pub completed: bool,
+}
+
+/// Where a step leaves its run: at `next` from its due time, or completed when `next` is `None`.
+pub struct RunMove<'a> {
+    pub run_id: Uuid,
+    pub next: Option<(&'a str, DateTime<Utc>)>,
+}
+
+/// Records what steps did (as [`record_step`]; at most one record per run and key) and, in the
+/// same statement, moves each run to its next step at its due time or completes it. Answers
+/// the runs it completed, with when.
+pub async fn progress(conn: &mut PgConnection, records: &[StepWrite<'_>], moves: &[RunMove<'_>]) -> sqlx::Result<Vec<(Uuid, DateTime<Utc>)>> {
+    sqlx::query_as(
+        "WITH s AS (
+             INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
+             SELECT r, k, st, o, CASE WHEN c THEN now() END FROM unnest($1::uuid[], $2::text[], $3::text[], $4::jsonb[], $5::bool[]) AS x(r, k, st, o, c)
+             ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
+                                                     completed_at = excluded.completed_at
+         ), moved AS (
+             UPDATE automation_runs r SET
+                 status = CASE WHEN m.next IS NULL THEN 'completed' ELSE r.status END,
+                 step = m.next,
+                 due_at = COALESCE(m.due_at, r.due_at),
+                 completed_at = CASE WHEN m.next IS NULL THEN now() END,
+                 attempts = 0, updated_at = now()
+             FROM unnest($6::uuid[], $7::text[], $8::timestamptz[]) AS m(id, next, due_at)
+             WHERE r.id = m.id
+             RETURNING r.id, r.completed_at
+         )
+         SELECT id, completed_at FROM moved WHERE completed_at IS NOT NULL",
+    )
+    .bind(records.iter().map(|r| r.run_id).collect::<Vec<_>>())
+    .bind(records.iter().map(|r| r.key).collect::<Vec<_>>())
+    .bind(records.iter().map(|r| r.status).collect::<Vec<_>>())
+    .bind(records.iter().map(|r| r.outcome.clone()).collect::<Vec<_>>())
+    .bind(records.iter().map(|r| r.completed).collect::<Vec<_>>())
+    .bind(moves.iter().map(|m| m.run_id).collect::<Vec<_>>())
+    .bind(moves.iter().map(|m| m.next.map(|(step, _)| step)).collect::<Vec<_>>())
+    .bind(moves.iter().map(|m| m.next.map(|(_, due_at)| due_at)).collect::<Vec<_>>())
+    .fetch_all(conn)
     .await
 }
 
@@ -377,6 +398,11 @@ impl SegmentWatch {
     /// about to be created). `None` when nothing watches.
     pub async fn before(conn: &mut PgConnection, team_id: Uuid, contact_id: Option<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
         let watched = watched_segments(conn, team_id).await?;
+        Self::of(conn, team_id, contact_id, watched).await
+    }
+
+    /// As [`SegmentWatch::before`], with the watched segments already read.
+    pub async fn of(conn: &mut PgConnection, team_id: Uuid, contact_id: Option<Uuid>, watched: Vec<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
         if watched.is_empty() {
             return Ok(None);
         }

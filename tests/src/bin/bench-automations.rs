@@ -28,7 +28,8 @@ async fn main() -> anyhow::Result<()> {
     config.rate_limit_refill = 1_000_000_000.0;
     config.deliver_concurrency = 32;
     config.worker_concurrency = 4;
-    config.automation_concurrency = setting("BENCH_AUTOMATION_CONCURRENCY", 16) as usize;
+    // The shipped default (`HERALD_AUTOMATION_CONCURRENCY`, 8 tasks of up to 32 runs each) unless set.
+    config.automation_concurrency = setting("BENCH_AUTOMATION_CONCURRENCY", config.automation_concurrency as u64) as usize;
     let relaxed = schema::connect_relaxed(&database_url, 4).await?;
     let app = api::app::Application::build_with(config.clone(), pool.clone(), relaxed).await?;
     let base = format!("http://127.0.0.1:{}", app.port());
