@@ -33,7 +33,7 @@ use uuid::Uuid;
 pub struct AutomationSettings {
     /// `HERALD_PUBLIC_URL`, for unsubscribe links.
     pub public_url: String,
-    /// `HERALD_AUTOMATION_CONCURRENCY`: steps executed at once in this process.
+    /// `HERALD_AUTOMATION_CONCURRENCY`: executor tasks in this process, each advancing a batch.
     pub concurrency: usize,
 }
 
