@@ -326,6 +326,45 @@ async fn stop_and_delete_cancel_running_runs_and_a_step_that_cannot_succeed_fail
 }
 
 #[tokio::test]
+async fn a_step_that_fails_amid_a_batch_fails_only_its_own_run_and_the_rest_of_the_batch_goes_on() {
+    let mail = mail::setup_without_workers(tests::smtp::SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    define(app, "signed.up").await;
+    let good = published_template(app, "<p>Welcome</p>").await;
+    let doomed = published_template(app, "<p>Gone</p>").await;
+    let sends = |template: &str| vec![trigger("signed.up"), step("mail", "send_email", json!({ "template": { "id": template } }))];
+    let working = create(app, "enabled", sends(&good), vec![edge("start", "mail")]).await;
+    let failing = create(app, "enabled", sends(&doomed), vec![edge("start", "mail")]).await;
+    assert_eq!(app.delete(&format!("/templates/{doomed}")).await.status, 200);
+    for n in 0..5 {
+        let person = contact(app, json!({ "email": format!("p{n}@simulator.herald.test") })).await;
+        assert_eq!(fire(app, "signed.up", &person, json!({})).await.len(), 2);
+    }
+    // Ten runs due before any executor starts: one task claims them as one batch.
+    let mut worker = mail.start_worker(&[("HERALD_AUTOMATION_CONCURRENCY", "1")]);
+    let started = std::time::Instant::now();
+    while app.count("automation_runs WHERE status = 'running'").await > 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "runs never ended");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    let completed = app.count(&format!("automation_runs WHERE automation_id = '{working}' AND status = 'completed'")).await;
+    assert_eq!(completed, 5, "the working automation's runs all completed");
+    let failed = app.count(&format!("automation_runs WHERE automation_id = '{failing}' AND status = 'failed'")).await;
+    assert_eq!(failed, 5, "each run of the deleted template failed on its own");
+    let errors: Vec<String> = sqlx::query_scalar("SELECT DISTINCT error FROM automation_runs WHERE status = 'failed'").fetch_all(&app.pool).await.unwrap();
+    assert_eq!(errors.len(), 1);
+    assert!(errors[0].contains("template"), "{errors:?}");
+    assert_eq!(app.count("emails").await, 5, "one email per completed run, none for the failed ones");
+    assert_eq!(app.count("automation_run_steps WHERE status = 'completed'").await, 15, "five triggers and five sends, five triggers of failed runs");
+    assert_eq!(app.count("automation_run_steps WHERE status = 'failed'").await, 5);
+    assert_eq!(app.count("events WHERE type = 'automation.run.started'").await, 10);
+    assert_eq!(app.count("events WHERE type = 'automation.run.completed'").await, 5);
+    assert_eq!(app.count("events WHERE type = 'automation.run.failed'").await, 5);
+}
+
+#[tokio::test]
 async fn built_in_triggers_enrol_the_contact_the_change_is_about() {
     let mail = mail::setup().await;
     let app = &mail.app;
