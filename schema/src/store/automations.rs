@@ -254,20 +254,14 @@ pub async fn any_due(conn: &mut PgConnection) -> sqlx::Result<bool> {
         .await
 }
 
-/// Upserts a step's record (`$1` run, `$2` key, `$3` status, `$4` outcome, `$5` completed): a
-/// delay's second visit completes its waiting record and adds to its outcome.
-const RECORD_STEP: &str = "INSERT INTO automation_run_steps (run_id, key, status, outcome, completed_at)
-     VALUES ($1, $2, $3, $4, CASE WHEN $5 THEN now() END)
-     ON CONFLICT (run_id, key) DO UPDATE SET status = excluded.status, outcome = automation_run_steps.outcome || excluded.outcome,
-                                             completed_at = excluded.completed_at";
-
-/// Records what a step did (a delay's second visit completes its waiting record).
+/// Records what a step did (a delay's second visit completes its waiting record and adds to
+/// its outcome); [`progress`] without moving any run.
 pub async fn record_step(conn: &mut PgConnection, run_id: Uuid, key: &str, status: &str, outcome: &Value, completed: bool) -> sqlx::Result<()> {
-    sqlx::query(RECORD_STEP).bind(run_id).bind(key).bind(status).bind(outcome).bind(completed).execute(conn).await?;
+    progress(conn, &[StepWrite { run_id, key, status, outcome, completed }], &[]).await?;
     Ok(())
 }
 
-/// A step's record, as [`record_step`] writes it.
+/// A step's record: `completed` sets its completion time.
 pub struct StepWrite<'a> {
     pub run_id: Uuid,
     pub key: &'a str,
@@ -282,9 +276,10 @@ pub struct RunMove<'a> {
     pub next: Option<(&'a str, DateTime<Utc>)>,
 }
 
-/// Records what steps did (as [`record_step`]; at most one record per run and key) and, in the
-/// same statement, moves each run to its next step at its due time or completes it. Answers
-/// the runs it completed, with when.
+/// Records what steps did (at most one record per run and key; a record already there takes
+/// the new status and completion time and adds to its outcome) and, in the same statement,
+/// moves each run to its next step at its due time or completes it. Answers the runs it
+/// completed, with when.
 pub async fn progress(conn: &mut PgConnection, records: &[StepWrite<'_>], moves: &[RunMove<'_>]) -> sqlx::Result<Vec<(Uuid, DateTime<Utc>)>> {
     sqlx::query_as(
         "WITH s AS (
