@@ -5,7 +5,7 @@
 
 use crate::error::ApiResult;
 use crate::routes::pages::escape;
-use crate::state::AppState;
+use crate::config::Config;
 use chrono::Utc;
 use schema::email::Mailbox;
 use schema::jobs::Deliver;
@@ -25,16 +25,16 @@ pub struct AccountMail<'a> {
 
 /// Queues `mail` to `to` in `conn`'s transaction. Answers `false`, and logs why, when account
 /// mail is off: `HERALD_SYSTEM_FROM` unset or unparsable, or its domain not verified here.
-pub async fn send(conn: &mut PgConnection, state: &AppState, to: &str, mail: &AccountMail<'_>) -> ApiResult<bool> {
-    let Some(system_from) = state.config.system_from.as_deref() else {
+pub async fn send(conn: &mut PgConnection, config: &Config, to: &str, mail: &AccountMail<'_>) -> ApiResult<bool> {
+    let Some(system_from) = config.account_sender() else {
         tracing::warn!(subject = mail.subject, "account mail is off: set HERALD_SYSTEM_FROM to a sender on a verified domain");
         return Ok(false);
     };
-    let Ok(from) = Mailbox::parse(system_from) else {
-        tracing::error!(system_from, "HERALD_SYSTEM_FROM is not an email address; account mail is not sent");
+    let Ok(from) = Mailbox::parse(&system_from) else {
+        tracing::error!(%system_from, "HERALD_SYSTEM_FROM is not an email address; account mail is not sent");
         return Ok(false);
     };
-    let Some(domain) = schema::store::domains::system_sender(conn, from.domain()).await? else {
+    let Some(domain) = schema::store::domains::system_sender(conn, from.domain(), config.is_development()).await? else {
         tracing::error!(domain = from.domain(), "HERALD_SYSTEM_FROM's domain is not a verified sending domain here; account mail is not sent");
         return Ok(false);
     };
@@ -53,7 +53,7 @@ pub async fn send(conn: &mut PgConnection, state: &AppState, to: &str, mail: &Ac
         team_id: domain.team_id,
         api_key_id: None,
         domain_id: domain.id,
-        from_header: system_from.to_string(),
+        from_header: system_from.clone(),
         from_email: from.key(),
         subject: mail.subject.to_string(),
         size_bytes: (html.len() + text.len()) as i32,

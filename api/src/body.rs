@@ -13,6 +13,37 @@ use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
 
+/// Reads the request's body whole, refusing it past `limit` bytes: `413` as soon as
+/// `Content-Length` or the stream passes the limit, without reading on. A body that cannot be
+/// read (the client went away, a broken chunk) is `400 validation_error`, never an empty body.
+pub async fn read_limited(req: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+    use futures::TryStreamExt;
+    let declared = req.header(poem::http::header::CONTENT_LENGTH).and_then(|v| v.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(too_large(limit));
+    }
+    let mut stream = req.take_body().into_bytes_stream();
+    let mut data = Vec::with_capacity(declared.unwrap_or(0) as usize);
+    while let Some(chunk) = stream.try_next().await.map_err(|error| {
+        ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", format!("The request body could not be read: {error}."))
+    })? {
+        if data.len() + chunk.len() > limit {
+            return Err(too_large(limit));
+        }
+        data.extend_from_slice(&chunk);
+    }
+    Ok(data)
+}
+
+/// `413` with the standard error body, naming the limit.
+fn too_large(limit: usize) -> ApiError {
+    ApiError::new(
+        poem::http::StatusCode::PAYLOAD_TOO_LARGE,
+        "validation_error",
+        format!("The request body is larger than this route takes: at most {limit} bytes."),
+    )
+}
+
 /// A parsed JSON request body, and its raw bytes (idempotency fingerprints them).
 pub struct Body<T>(pub T, pub Vec<u8>);
 

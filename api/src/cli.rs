@@ -18,9 +18,10 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 pub enum Command {
-    /// Serve the API on HERALD_HTTP_ADDR, with the job workers unless --no-worker.
+    /// Serve the API on HERALD_HTTP_ADDR (or every interface on PORT), with the job workers and,
+    /// when HERALD_SMTP_ADDR is set, the inbound SMTP server, unless --no-worker.
     Serve {
-        /// Serve the API only.
+        /// Serve the API only (no job workers, no inbound SMTP server).
         #[arg(long)]
         no_worker: bool,
     },
@@ -78,6 +79,21 @@ pub enum TeamCommand {
         /// to anyone.
         #[arg(long)]
         sandbox: Option<String>,
+    },
+    /// Invite an address to a team and mail the invitation (into the outbox in development);
+    /// prints { "invitation_id", "team_id", "email", "role", "link", "mailed" }. The link works
+    /// for 7 days; opening it signs in to, or creates, the address's account.
+    Invite {
+        /// The team's id.
+        #[arg(long)]
+        team: uuid::Uuid,
+        /// The address to invite.
+        #[arg(long)]
+        email: String,
+        /// `admin`, `member` or `viewer`; by default `admin` while the team has no admin (a team
+        /// made by `herald team create`), else `member`.
+        #[arg(long)]
+        role: Option<String>,
     },
     /// Print a team's contacts for billing: { "team_id", "contacts", "billable_contacts",
     /// "peak_billable_contacts" } (billable: subscribed to a topic, not suppressed).
@@ -140,6 +156,16 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{}", json!({ "team_id": team, "plan": updated.plan_code, "sandbox_regions": updated.sandbox_regions }));
             Ok(())
         }
+        Command::Team { command: TeamCommand::Invite { team, email, role } } => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            if config.is_development() {
+                crate::outbox::ensure_dev_senders(&pool).await?;
+            }
+            let invited = invite(&pool, &config, team, &email, role).await?;
+            println!("{invited}");
+            Ok(())
+        }
         Command::Team { command: TeamCommand::Usage { team } } => {
             let config = Config::from_env()?;
             let pool = schema::connect(&config.database_url, 2).await?;
@@ -163,6 +189,36 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker => work().await,
         Command::Inbound => inbound().await,
     }
+}
+
+/// `herald team invite`: the ordinary invitation, made and mailed by the operator.
+async fn invite(pool: &sqlx::PgPool, config: &Config, team: uuid::Uuid, email: &str, role: Option<String>) -> anyhow::Result<serde_json::Value> {
+    let refused = |error: crate::error::ApiError| {
+        let fields: Vec<String> = error.errors.iter().map(|e| format!("{} {}", e.path, e.message)).collect();
+        anyhow::anyhow!("{} {}", error.message, fields.join("; "))
+    };
+    let email = crate::routes::auth::address(Some(email.to_string())).map_err(refused)?;
+    let mut tx = pool.begin().await?;
+    anyhow::ensure!(teams::get(&mut tx, team).await?.is_some(), "there is no team {team}");
+    let role = match role {
+        Some(role) => role,
+        None if schema::store::people::members(&mut tx, team).await?.iter().any(|m| m.role == "admin") => "member".to_string(),
+        None => "admin".to_string(),
+    };
+    let role = crate::routes::auth::role(Some(crate::fields::Choice::new(role))).map_err(refused)?;
+    let invited = crate::invite::invite(&mut tx, config, team, &email, &role, crate::invite::Inviter::Operator).await.map_err(refused)?;
+    tx.commit().await?;
+    if !invited.mailed {
+        eprintln!("account mail is off (set HERALD_SYSTEM_FROM to a sender on a verified domain): hand the link over yourself");
+    }
+    Ok(json!({
+        "invitation_id": invited.invitation.id,
+        "team_id": team,
+        "email": email,
+        "role": role,
+        "link": invited.link,
+        "mailed": invited.mailed,
+    }))
 }
 
 /// `none`, or comma-separated region names.
@@ -239,7 +295,9 @@ async fn serve(with_workers: bool) -> anyhow::Result<()> {
             .await
         })
     });
-    let inbound = match config.smtp_addr {
+    // `--no-worker` is the API alone (the Procfile's `web`): the `inbound` process, which reads
+    // the same environment, serves HERALD_SMTP_ADDR.
+    let inbound = match config.smtp_addr.filter(|_| with_workers) {
         Some(addr) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             tracing::info!(%addr, "inbound SMTP");

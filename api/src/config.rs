@@ -1,6 +1,7 @@
 //! Configuration: environment variables, each with a default that works on one machine.
 //! The README's configuration table lists every one.
 
+use schema::store::domains::DEV_SENDER_DOMAIN;
 use std::net::SocketAddr;
 
 /// Everything the operator can set.
@@ -45,7 +46,8 @@ pub struct Config {
     pub hosts: schema::domain::RegionHosts,
     /// `HERALD_SYSTEM_FROM`: the sender of account mail (address verification, password reset,
     /// invitations), such as `Herald <accounts@mail.example.com>`. Its domain must be a verified
-    /// sending domain of some team on this server (the operator's); unset, no account mail is sent.
+    /// sending domain of some team on this server (the operator's); unset, no account mail is sent
+    /// (in development it goes from the development sender: [`Config::account_sender`]).
     pub system_from: Option<String>,
     /// `HERALD_SECRET_KEY`: seals credentials the service keeps (DNS provider tokens).
     pub secret_key: Option<String>,
@@ -137,10 +139,7 @@ impl Config {
             let raw = get(name, default);
             raw.parse::<f64>().map_err(|_| anyhow::anyhow!("{name} must be a number, got {raw:?}"))
         };
-        let http_addr = get("HERALD_HTTP_ADDR", "127.0.0.1:8080");
-        let http_addr = http_addr
-            .parse()
-            .map_err(|_| anyhow::anyhow!("HERALD_HTTP_ADDR must be host:port, got {http_addr:?}"))?;
+        let http_addr = listen_address(&get)?;
         let public_url = get("HERALD_PUBLIC_URL", "http://127.0.0.1:8080").trim_end_matches('/').to_string();
         let log_format = get("HERALD_LOG_FORMAT", "text");
         anyhow::ensure!(matches!(log_format.as_str(), "text" | "json"), "HERALD_LOG_FORMAT must be text or json");
@@ -255,6 +254,16 @@ impl Config {
         self.env == "development"
     }
 
+    /// The sender of account mail: `HERALD_SYSTEM_FROM`; unset in development, the development
+    /// sender (`accounts@dev.herald.localhost`, into the outbox); unset elsewhere, none.
+    pub fn account_sender(&self) -> Option<String> {
+        match &self.system_from {
+            Some(from) => Some(from.clone()),
+            None if self.is_development() => Some(format!("Herald <accounts@{DEV_SENDER_DOMAIN}>")),
+            None => None,
+        }
+    }
+
     /// The inbound SMTP server's settings (reads the TLS certificate and key when set).
     pub fn inbound(&self) -> anyhow::Result<jobs::inbound::InboundSettings> {
         use std::time::Duration;
@@ -314,6 +323,22 @@ fn host_base(public_url: &str) -> String {
     }
 }
 
+/// Where `serve` listens: `HERALD_HTTP_ADDR`; else, on a PaaS (Heroku, Dokku, Render,
+/// Railway) that hands the web process `PORT`, every interface on that port; else
+/// `127.0.0.1:8080`.
+fn listen_address(get: &impl Fn(&str, &str) -> String) -> anyhow::Result<SocketAddr> {
+    let explicit = get("HERALD_HTTP_ADDR", "");
+    if !explicit.is_empty() {
+        return explicit.parse().map_err(|_| anyhow::anyhow!("HERALD_HTTP_ADDR must be host:port, got {explicit:?}"));
+    }
+    let port = get("PORT", "");
+    if !port.is_empty() {
+        let port: u16 = port.trim().parse().map_err(|_| anyhow::anyhow!("PORT must be a port number, got {port:?}"))?;
+        return Ok(SocketAddr::from(([0, 0, 0, 0], port)));
+    }
+    Ok(SocketAddr::from(([127, 0, 0, 1], 8080)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,6 +357,20 @@ mod tests {
         assert_eq!((config.metrics_addr, config.metrics_token), (None, None));
         let error = Config::from_lookup(|name| (name == "HERALD_METRICS_ADDR").then(|| "localhost".into())).unwrap_err();
         assert!(error.to_string().contains("HERALD_METRICS_ADDR"));
+    }
+
+    #[test]
+    fn a_paas_port_is_served_on_every_interface_unless_the_address_is_set() {
+        let config = Config::from_lookup(|name| (name == "PORT").then(|| "5123".into())).unwrap();
+        assert_eq!(config.http_addr.to_string(), "0.0.0.0:5123");
+        let both = |name: &str| match name {
+            "PORT" => Some("5123".into()),
+            "HERALD_HTTP_ADDR" => Some("127.0.0.1:9000".into()),
+            _ => None,
+        };
+        assert_eq!(Config::from_lookup(both).unwrap().http_addr.to_string(), "127.0.0.1:9000");
+        let error = Config::from_lookup(|name| (name == "PORT").then(|| "web".into())).unwrap_err();
+        assert!(error.to_string().contains("PORT"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! operation table), User-Agent (not for hosted pages), credential, rate limit, permission, the handler; then errors become
 //! the public JSON error, the rate-limit headers are set and the call is logged.
 
+use crate::credentials::{bearer_token, cookie};
 use crate::error::{ApiError, json_response};
 use crate::operations::{self, Access, Operation, Routing};
 use crate::request_log::{source_of, stored_body};
@@ -11,6 +12,7 @@ use poem::{Endpoint, IntoResponse, Request, Response};
 use schema::model::{KeyStatus, Permission, RiskState};
 use schema::store::{auth, people, request_logs::RequestLog};
 use std::time::Instant;
+use tracing::Instrument;
 use uuid::Uuid;
 
 /// The versioned base every route is also served under.
@@ -54,7 +56,14 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
         let requested_path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
         let user_agent = req.header(header::USER_AGENT).unwrap_or_default().to_string();
 
-        let handled = self.handle(req, log_id, &request_id).await;
+        // Every log line of the request, a 500's cause included, names the id its answer shows.
+        let span = tracing::info_span!(
+            "request",
+            request_id = %request_id,
+            operation = tracing::field::Empty,
+            team_id = tracing::field::Empty,
+        );
+        let handled = self.handle(req, log_id, &request_id).instrument(span).await;
         let Handled { mut response, bucket, credential, operation, request_body } = handled;
         // The MCP server points clients that cannot reach it at where to get a token (RFC 9728).
         if operation.is_some_and(|o| o.access == Access::TokenOnly) && matches!(response.status().as_u16(), 401 | 403) {
@@ -108,6 +117,8 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
 }
 
 impl<E: Endpoint> Gateway<E> {
+    /// Routes, reads the body, authenticates, rate-limits and authorizes a request, then hands
+    /// it to its route. Every step that refuses answers the public JSON error.
     async fn handle(&self, mut req: Request, log_id: Uuid, request_id: &str) -> Handled {
         let mut handled =
             Handled { response: Response::default(), bucket: None, credential: None, operation: None, request_body: None };
@@ -126,6 +137,9 @@ impl<E: Endpoint> Gateway<E> {
             Some(Routing::Found(operation)) => Some(operation),
             _ => None,
         };
+        if let Some(operation) = operation {
+            tracing::Span::current().record("operation", operation.id);
+        }
         // People's browsers and mail clients reach the hosted pages; only API callers must
         // name themselves.
         let hosted_page = operation.is_some_and(|o| o.access == Access::Page);
@@ -135,10 +149,19 @@ impl<E: Endpoint> Gateway<E> {
             return answer(handled, error);
         }
         handled.operation = operation;
-        let needs_key = operation.is_some_and(|o| o.access.needs_credential());
-        let mut touch = None;
-        let bearer = bearer_token(&req);
+        // The body, read with the operation's limit before anything looks up a credential.
+        let body = match operation {
+            Some(operation) if matches!(*req.method(), Method::POST | Method::PATCH | Method::PUT | Method::DELETE) => {
+                match crate::body::read_limited(&mut req, operation.body_limit).await {
+                    Ok(bytes) => Some(bytes),
+                    Err(error) => return answer(handled, error),
+                }
+            }
+            _ => None,
+        };
 
+        let bearer = bearer_token(&req);
+        let needs_key = operation.is_some_and(|o| o.access.needs_credential());
         if operation.is_some_and(|o| o.access == Access::Session) {
             // The dashboard session's routes take its cookie only, never a key or token.
             if bearer.is_some() {
@@ -146,6 +169,7 @@ impl<E: Endpoint> Gateway<E> {
             }
             match self.session_of(&req).await {
                 Ok(session) => {
+                    record_team(session.team_id);
                     req.extensions_mut().insert(SessionCaller { session });
                 }
                 Err(error) => return answer(handled, error),
@@ -154,62 +178,11 @@ impl<E: Endpoint> Gateway<E> {
             let Some(token) = bearer else {
                 return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
             };
-            let caller = if token.starts_with(crate::routes::oauth::ACCESS_PREFIX) {
-                match self.token_caller(&token, request_id).await {
-                    Ok(caller) => caller,
-                    Err(error) => return answer(handled, error),
-                }
-            } else {
-                let lookup = match self.state.keys.find(&schema::secret::hash(&token)).await {
-                    Ok(lookup) => lookup,
-                    Err(error) => {
-                        tracing::error!(%error, request_id, "authenticating a request failed");
-                        return answer(handled, ApiError::internal(request_id));
-                    }
-                };
-                let Some(key) = lookup else {
-                    return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
-                };
-                handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id) });
-                if key.status == KeyStatus::Revoked {
-                    return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
-                }
-                if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
-                    return answer(handled, ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
-                }
-                if key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)) {
-                    touch = Some(key.key_id);
-                }
-                Caller {
-                    team_id: key.team_id,
-                    key_id: Some(key.key_id),
-                    permission: key.permission,
-                    domain_id: key.domain_id,
-                    inbox_access: key.inbox_access,
-                    signed_in_admin: None,
-                    token: None,
-                }
+            let (caller, touch) = match self.authenticate(&token, request_id, &mut handled).await {
+                Ok(found) => found,
+                Err(error) => return answer(handled, error),
             };
-            handled.credential = Some(Credential { team_id: caller.team_id, key_id: caller.key_id });
-            let verdict = match self.state.buckets.take(caller.team_id).await {
-                Ok(verdict) => verdict,
-                Err(error) => {
-                    tracing::error!(%error, request_id, "taking a rate-limit token failed");
-                    return answer(handled, ApiError::internal(request_id));
-                }
-            };
-            handled.bucket = Some(Bucket { tokens: verdict.remaining });
-            if !verdict.allowed {
-                let mut response = ApiError::new(
-                    StatusCode::TOO_MANY_REQUESTS,
-                    "rate_limit_exceeded",
-                    format!(
-                        "Too many requests. You can only make {} requests per second. Slow down or ask the operator to raise the limit.",
-                        self.state.config.rate_limit_refill
-                    ),
-                )
-                .as_response_with_id(request_id);
-                response.headers_mut().insert("retry-after", HeaderValue::from(verdict.retry_after));
+            if let Err(response) = self.rate_limit(caller.team_id, request_id, &mut handled).await {
                 handled.response = response;
                 return handled;
             }
@@ -220,29 +193,12 @@ impl<E: Endpoint> Gateway<E> {
                 handled.response = routing_response(routing, &path, request_id);
                 return handled;
             };
-            let mut caller = caller;
-            if let Some(token) = &caller.token {
-                if let Err(error) = token.reaches(operation) {
-                    return answer(handled, error);
+            match self.authorize(&req, operation, caller).await {
+                Ok(caller) => {
+                    req.extensions_mut().insert(caller);
                 }
-            } else {
-                if operation.access == Access::TokenOnly {
-                    return answer(handled, ApiError::invalid_permission("This route takes an OAuth access token only; API keys do not reach it."));
-                }
-                if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
-                    return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
-                }
-                // Only requests that carry a session cookie pay for looking it up.
-                if cookie(&req, crate::routes::auth::COOKIE).is_some() {
-                    caller.signed_in_admin = self
-                        .session_of(&req)
-                        .await
-                        .ok()
-                        .filter(|s| s.team_id == Some(caller.team_id) && s.role.as_deref() == Some("admin"))
-                        .map(|s| s.person_id);
-                }
+                Err(error) => return answer(handled, error),
             }
-            req.extensions_mut().insert(caller);
         } else if routing.is_some() && operation.is_none() {
             handled.response = routing_response(routing, &path, request_id);
             return handled;
@@ -265,8 +221,7 @@ impl<E: Endpoint> Gateway<E> {
         if let Ok(uri) = canonical.parse::<Uri>() {
             *req.uri_mut() = uri;
         }
-        if matches!(*req.method(), Method::POST | Method::PATCH | Method::PUT | Method::DELETE) {
-            let bytes = req.take_body().into_bytes().await.unwrap_or_default();
+        if let Some(bytes) = body {
             if handled.credential.is_some() {
                 handled.request_body = stored_body(&bytes, operation.is_some_and(|o| o.carries_send_content));
             }
@@ -280,11 +235,97 @@ impl<E: Endpoint> Gateway<E> {
         handled
     }
 
+    /// The caller of a bearer token (an API key or an OAuth access token), and the key whose
+    /// `last_used_at` is due a refresh. Unknown, revoked and suspended credentials are refused.
+    async fn authenticate(&self, token: &str, request_id: &str, handled: &mut Handled) -> Result<(Caller, Option<Uuid>), ApiError> {
+        if token.starts_with(crate::credentials::ACCESS_PREFIX) {
+            let caller = self.token_caller(token, request_id).await?;
+            handled.credential = Some(Credential { team_id: caller.team_id, key_id: None });
+            record_team(Some(caller.team_id));
+            return Ok((caller, None));
+        }
+        let lookup = self.state.keys.find(&schema::secret::hash(token)).await.map_err(|error| {
+            tracing::error!(%error, "authenticating a request failed");
+            ApiError::internal(request_id)
+        })?;
+        let Some(key) = lookup else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
+        };
+        handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id) });
+        record_team(Some(key.team_id));
+        if key.status == KeyStatus::Revoked {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
+        }
+        if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
+        }
+        let touch = key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)).then_some(key.key_id);
+        let caller = Caller {
+            team_id: key.team_id,
+            key_id: Some(key.key_id),
+            permission: key.permission,
+            domain_id: key.domain_id,
+            inbox_access: key.inbox_access,
+            signed_in_admin: None,
+            token: None,
+        };
+        Ok((caller, touch))
+    }
+
+    /// Takes a token from the team's bucket; past the limit the answer is `429` with
+    /// `retry-after`.
+    async fn rate_limit(&self, team_id: Uuid, request_id: &str, handled: &mut Handled) -> Result<(), Response> {
+        let verdict = self.state.buckets.take(team_id).await.map_err(|error| {
+            tracing::error!(%error, "taking a rate-limit token failed");
+            ApiError::internal(request_id).as_response_with_id(request_id)
+        })?;
+        handled.bucket = Some(Bucket { tokens: verdict.remaining });
+        if verdict.allowed {
+            return Ok(());
+        }
+        let mut response = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "rate_limit_exceeded",
+            format!(
+                "Too many requests. You can only make {} requests per second. Slow down or ask the operator to raise the limit.",
+                self.state.config.rate_limit_refill
+            ),
+        )
+        .as_response_with_id(request_id);
+        response.headers_mut().insert("retry-after", HeaderValue::from(verdict.retry_after));
+        Err(response)
+    }
+
+    /// Whether the caller reaches the operation: a token by its scopes and role, a key by its
+    /// permission. A key's request that also carries an admin's session notes that admin.
+    async fn authorize(&self, req: &Request, operation: &Operation, mut caller: Caller) -> Result<Caller, ApiError> {
+        if let Some(token) = &caller.token {
+            token.reaches(operation)?;
+            return Ok(caller);
+        }
+        if operation.access == Access::TokenOnly {
+            return Err(ApiError::invalid_permission("This route takes an OAuth access token only; API keys do not reach it."));
+        }
+        if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
+        }
+        // Only requests that carry a session cookie pay for looking it up.
+        if cookie(req, crate::credentials::COOKIE).is_some() {
+            caller.signed_in_admin = self
+                .session_of(req)
+                .await
+                .ok()
+                .filter(|s| s.team_id == Some(caller.team_id) && s.role.as_deref() == Some("admin"))
+                .map(|s| s.person_id);
+        }
+        Ok(caller)
+    }
+
     /// The caller of an OAuth access token: its member in its team (`401 invalid_api_key` when
     /// the token is unknown, expired or revoked, its grant revoked, or the member gone).
     async fn token_caller(&self, token: &str, request_id: &str) -> Result<Caller, ApiError> {
         let found = self.state.keys.find_token(&schema::secret::hash(token)).await.map_err(|error| {
-            tracing::error!(%error, request_id, "authenticating a token failed");
+            tracing::error!(%error, "authenticating a token failed");
             ApiError::internal(request_id)
         })?;
         let Some(found) = found else {
@@ -306,7 +347,7 @@ impl<E: Endpoint> Gateway<E> {
 
     /// The live session of the request's cookie; a write must carry its CSRF token.
     async fn session_of(&self, req: &Request) -> Result<people::Session, ApiError> {
-        let Some(token) = cookie(req, crate::routes::auth::COOKIE) else {
+        let Some(token) = cookie(req, crate::credentials::COOKIE) else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Sign in: this route takes the dashboard session cookie."));
         };
         let found = people::session(&mut *self.state.pool.acquire().await?, &schema::secret::hash(&token)).await?;
@@ -336,6 +377,13 @@ impl<E: Endpoint> Gateway<E> {
         headers.insert("ratelimit-limit", HeaderValue::from(capacity as u64));
         headers.insert("ratelimit-remaining", HeaderValue::from(tokens.floor() as u64));
         headers.insert("ratelimit-reset", HeaderValue::from(reset));
+    }
+}
+
+/// Names the team on the request's span, so that every later log line of the request carries it.
+fn record_team(team_id: Option<Uuid>) {
+    if let Some(team_id) = team_id {
+        tracing::Span::current().record("team_id", tracing::field::display(team_id));
     }
 }
 
@@ -369,26 +417,6 @@ fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> R
         }
     }
     response
-}
-
-/// A cookie's value from the `Cookie` header.
-pub fn cookie(req: &Request, name: &str) -> Option<String> {
-    req.headers()
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, value)| *key == name && !value.is_empty())
-        .map(|(_, value)| value.to_string())
-}
-
-/// The token of `Authorization: Bearer <token>`, if the header is usable.
-fn bearer_token(req: &Request) -> Option<String> {
-    let value = req.header(header::AUTHORIZATION)?.trim();
-    let (scheme, token) = value.split_once(' ')?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then(|| token.to_string())
 }
 
 /// Strips the `/api/v1` base and a trailing slash; returns the path and the query.
@@ -432,7 +460,7 @@ pub fn error_response(error: poem::Error, request_id: &str) -> Response {
             StatusCode::NOT_FOUND => routing_error(Some(Routing::NotFound)),
             StatusCode::METHOD_NOT_ALLOWED => routing_error(Some(Routing::WrongMethod)),
             status if status.is_server_error() => {
-                tracing::error!(error = %error, request_id, "request failed");
+                tracing::error!(error = %error, "request failed");
                 ApiError::internal(request_id)
             }
             status => ApiError::new(status, "validation_error", error.to_string()),

@@ -43,7 +43,7 @@ pub fn document() -> Value {
     doc["components"]["securitySchemes"] = json!({
         "bearer": { "type": "http", "scheme": "bearer", "description": "`Authorization: Bearer rk_…`" },
         "session": {
-            "type": "apiKey", "in": "cookie", "name": crate::routes::auth::COOKIE,
+            "type": "apiKey", "in": "cookie", "name": crate::credentials::COOKIE,
             "description": "The dashboard session cookie set by `POST /auth/signup` and `POST /auth/login`; writes also send its CSRF token as `X-CSRF-Token`."
         },
         "registration": { "type": "http", "scheme": "bearer", "description": "An OAuth client's registration access token, `Authorization: Bearer rkor_…` (RFC 7592)" },

@@ -55,10 +55,33 @@ pub struct Operation {
     pub inbox_access: Option<&'static str>,
     /// Whether the request carries a send's content (logged as size and digest).
     pub carries_send_content: bool,
+    /// The largest request body it reads, in bytes: past it the gateway answers `413` without
+    /// reading on.
+    pub body_limit: usize,
 }
 
+/// The body limit of most operations: far above any JSON they take.
+pub const SMALL_BODY: usize = 1024 * 1024;
+/// Sends: attachments up to 40 MB (base64 in JSON, a third larger) and 2 MB of content.
+pub const SEND_BODY: usize = 64 * 1024 * 1024;
+/// Content that may hold 2 MB of HTML and text (templates, broadcasts, saved blocks, the
+/// MCP server's tools), escaped in JSON.
+pub const CONTENT_BODY: usize = 8 * 1024 * 1024;
+/// A contact import: a CSV file of up to 50 MB and its form fields.
+pub const IMPORT_BODY: usize = 51 * 1024 * 1024;
+/// A brand-kit upload: an image of up to 2 MB and its form fields.
+pub const UPLOAD_BODY: usize = 2 * 1024 * 1024 + 64 * 1024;
+
 const fn op(id: &'static str, method: Method, path: &'static str, access: Access) -> Operation {
-    Operation { id, method, path, access, scope: None, inbox_access: None, carries_send_content: false }
+    Operation { id, method, path, access, scope: None, inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
+}
+
+impl Operation {
+    /// The same operation reading bodies of up to `limit` bytes.
+    const fn body(mut self, limit: usize) -> Operation {
+        self.body_limit = limit;
+        self
+    }
 }
 
 /// Every operation Herald serves.
@@ -102,7 +125,7 @@ pub static OPERATIONS: &[Operation] = &[
     op("oauth-revoke", Method::POST, "/oauth/revoke", Access::Public),
     op("list-oauth-grants", Method::GET, "/oauth/grants", Access::FullAccess),
     op("delete-oauth-grant", Method::DELETE, "/oauth/grants/{grant_id}", Access::FullAccess),
-    op("mcp", Method::POST, "/mcp", Access::TokenOnly),
+    op("mcp", Method::POST, "/mcp", Access::TokenOnly).body(CONTENT_BODY),
     op("list-team-members", Method::GET, "/team/members", Access::FullAccess),
     op("create-api-key", Method::POST, "/api-keys", Access::FullAccess),
     op("list-api-keys", Method::GET, "/api-keys", Access::FullAccess),
@@ -150,7 +173,7 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("list-suppressions", Method::GET, "/suppressions", Access::FullAccess, "suppressions:read"),
     scoped("get-suppression", Method::GET, "/suppressions/{suppression}", Access::FullAccess, "suppressions:read"),
     scoped("delete-suppression", Method::DELETE, "/suppressions/{suppression}", Access::FullAccess, "suppressions:write"),
-    scoped("create-contact-import", Method::POST, "/contacts/imports", Access::FullAccess, "contacts:write"),
+    scoped("create-contact-import", Method::POST, "/contacts/imports", Access::FullAccess, "contacts:write").body(IMPORT_BODY),
     scoped("list-contact-imports", Method::GET, "/contacts/imports", Access::SendingAccess, "contacts:read"),
     scoped("get-contact-import", Method::GET, "/contacts/imports/{import_id}", Access::SendingAccess, "contacts:read"),
     scoped("create-contact", Method::POST, "/contacts", Access::FullAccess, "contacts:write"),
@@ -200,34 +223,34 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("rotate-webhook-signing-secret", Method::POST, "/webhooks/{webhook_id}/signing-secret/rotate", Access::FullAccess, "webhooks:write"),
     scoped("get-team", Method::GET, "/team", Access::FullAccess, "team:read"),
     scoped("update-team", Method::PATCH, "/team", Access::FullAccess, "team:write"),
-    scoped("upload-brand-asset", Method::POST, "/team/brand-kit/uploads", Access::FullAccess, "team:write"),
+    scoped("upload-brand-asset", Method::POST, "/team/brand-kit/uploads", Access::FullAccess, "team:write").body(UPLOAD_BODY),
     op("get-brand-asset", Method::GET, "/brand-assets/{asset_id}", Access::Page),
-    scoped("create-template", Method::POST, "/templates", Access::FullAccess, "templates:write"),
+    scoped("create-template", Method::POST, "/templates", Access::FullAccess, "templates:write").body(CONTENT_BODY),
     scoped("list-templates", Method::GET, "/templates", Access::SendingAccess, "templates:read"),
     scoped("get-template", Method::GET, "/templates/{template_id}", Access::SendingAccess, "templates:read"),
-    scoped("update-template", Method::PATCH, "/templates/{template_id}", Access::FullAccess, "templates:write"),
+    scoped("update-template", Method::PATCH, "/templates/{template_id}", Access::FullAccess, "templates:write").body(CONTENT_BODY),
     scoped("delete-template", Method::DELETE, "/templates/{template_id}", Access::FullAccess, "templates:write"),
     scoped("publish-template", Method::POST, "/templates/{template_id}/publish", Access::FullAccess, "templates:write"),
     scoped("duplicate-template", Method::POST, "/templates/{template_id}/duplicate", Access::FullAccess, "templates:write"),
     scoped("list-template-versions", Method::GET, "/templates/{template_id}/versions", Access::SendingAccess, "templates:read"),
     scoped("get-template-version", Method::GET, "/templates/{template_id}/versions/{version}", Access::SendingAccess, "templates:read"),
-    scoped("check-template", Method::POST, "/templates/{template_id}/checks", Access::SendingAccess, "templates:read"),
-    scoped("create-saved-block", Method::POST, "/saved-blocks", Access::FullAccess, "templates:write"),
+    scoped("check-template", Method::POST, "/templates/{template_id}/checks", Access::SendingAccess, "templates:read").body(CONTENT_BODY),
+    scoped("create-saved-block", Method::POST, "/saved-blocks", Access::FullAccess, "templates:write").body(CONTENT_BODY),
     scoped("list-saved-blocks", Method::GET, "/saved-blocks", Access::SendingAccess, "templates:read"),
     scoped("get-saved-block", Method::GET, "/saved-blocks/{saved_block_id}", Access::SendingAccess, "templates:read"),
-    scoped("update-saved-block", Method::PATCH, "/saved-blocks/{saved_block_id}", Access::FullAccess, "templates:write"),
+    scoped("update-saved-block", Method::PATCH, "/saved-blocks/{saved_block_id}", Access::FullAccess, "templates:write").body(CONTENT_BODY),
     scoped("delete-saved-block", Method::DELETE, "/saved-blocks/{saved_block_id}", Access::FullAccess, "templates:write"),
     scoped("list-starters", Method::GET, "/starters", Access::SendingAccess, "templates:read"),
-    scoped("create-broadcast", Method::POST, "/broadcasts", Access::FullAccess, "broadcasts:write"),
+    scoped("create-broadcast", Method::POST, "/broadcasts", Access::FullAccess, "broadcasts:write").body(CONTENT_BODY),
     scoped("list-broadcasts", Method::GET, "/broadcasts", Access::FullAccess, "broadcasts:read"),
     scoped("get-broadcast", Method::GET, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:read"),
-    scoped("update-broadcast", Method::PATCH, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:write"),
+    scoped("update-broadcast", Method::PATCH, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:write").body(CONTENT_BODY),
     scoped("delete-broadcast", Method::DELETE, "/broadcasts/{broadcast_id}", Access::FullAccess, "broadcasts:write"),
     scoped("send-broadcast", Method::POST, "/broadcasts/{broadcast_id}/send", Access::FullAccess, "broadcasts:write"),
     scoped("cancel-broadcast", Method::POST, "/broadcasts/{broadcast_id}/cancel", Access::FullAccess, "broadcasts:write"),
     scoped("duplicate-broadcast", Method::POST, "/broadcasts/{broadcast_id}/duplicate", Access::FullAccess, "broadcasts:write"),
     scoped("get-broadcast-checklist", Method::GET, "/broadcasts/{broadcast_id}/checklist", Access::FullAccess, "broadcasts:read"),
-    scoped("check-broadcast", Method::POST, "/broadcasts/{broadcast_id}/checks", Access::FullAccess, "broadcasts:read"),
+    scoped("check-broadcast", Method::POST, "/broadcasts/{broadcast_id}/checks", Access::FullAccess, "broadcasts:read").body(CONTENT_BODY),
     scoped("list-broadcast-recipients", Method::GET, "/broadcasts/{broadcast_id}/recipients", Access::FullAccess, "broadcasts:read"),
     scoped("list-broadcast-clicked-links", Method::GET, "/broadcasts/{broadcast_id}/clicked-links", Access::FullAccess, "broadcasts:read"),
     scoped("create-event", Method::POST, "/events", Access::FullAccess, "automations:write"),
@@ -248,17 +271,26 @@ pub static OPERATIONS: &[Operation] = &[
 
 /// An operation an OAuth token with `scope` reaches.
 const fn scoped(id: &'static str, method: Method, path: &'static str, access: Access, scope: &'static str) -> Operation {
-    Operation { id, method, path, access, scope: Some(scope), inbox_access: None, carries_send_content: false }
+    Operation { id, method, path, access, scope: Some(scope), inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
 }
 
 /// A send: any key, scope `emails:send`, its content logged as size and digest.
 const fn send(id: &'static str, path: &'static str) -> Operation {
-    Operation { id, method: Method::POST, path, access: Access::SendingAccess, scope: Some("emails:send"), inbox_access: None, carries_send_content: true }
+    Operation {
+        id,
+        method: Method::POST,
+        path,
+        access: Access::SendingAccess,
+        scope: Some("emails:send"),
+        inbox_access: None,
+        carries_send_content: true,
+        body_limit: SEND_BODY,
+    }
 }
 
 /// Reading or changing sent mail: a `full_access` key, scope `emails:read`.
 const fn read(id: &'static str, method: Method, path: &'static str) -> Operation {
-    Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false }
+    Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
 }
 
 /// Every OAuth scope: the ones document C names and one read and one write scope per area an

@@ -11,28 +11,19 @@ use poem::{IntoResponse, Request, Response, handler};
 use schema::store::{domains, keys, outbox};
 use sqlx::PgPool;
 
-/// The service key holding the development sender's DKIM key (JSON: private PEM and public key).
-const DEV_DKIM_KEY: &str = "dev_dkim";
-
 /// How many messages the outbox page shows.
 const SHOWN: i64 = 50;
 
-/// Gives every team the development sender (call it only in development).
+/// Makes the development sender's DKIM key the first time and gives every team the development
+/// sender (call it only in development; teams made later get it as they are made).
 pub async fn ensure_dev_senders(pool: &PgPool) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
-    let stored = match keys::get(&mut conn, DEV_DKIM_KEY).await? {
-        Some(stored) => stored,
-        None => {
-            let key = tokio::task::spawn_blocking(schema::domain::generate_dkim_key).await??;
-            let fresh = serde_json::to_vec(&serde_json::json!({ "private_pem": key.private_pem, "public_key": key.public_base64 }))?;
-            keys::get_or_create(&mut conn, DEV_DKIM_KEY, &fresh).await?
-        }
-    };
-    let key: serde_json::Value = serde_json::from_slice(&stored)?;
-    let (Some(private_pem), Some(public_key)) = (key["private_pem"].as_str(), key["public_key"].as_str()) else {
-        anyhow::bail!("the stored development DKIM key is malformed");
-    };
-    let added = domains::ensure_dev_senders(&mut conn, private_pem, public_key).await?;
+    if keys::get(&mut conn, domains::DEV_DKIM_KEY).await?.is_none() {
+        let key = tokio::task::spawn_blocking(schema::domain::generate_dkim_key).await??;
+        let fresh = serde_json::to_vec(&serde_json::json!({ "private_pem": key.private_pem, "public_key": key.public_base64 }))?;
+        keys::get_or_create(&mut conn, domains::DEV_DKIM_KEY, &fresh).await?;
+    }
+    let added = domains::give_dev_sender(&mut conn, None).await?;
     if added > 0 {
         tracing::info!(added, domain = domains::DEV_SENDER_DOMAIN, "gave teams the development sender");
     }

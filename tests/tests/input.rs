@@ -115,15 +115,20 @@ async fn a_ten_megabyte_string_in_any_field_is_refused_and_writes_nothing() {
         (&format!("/audiences/{segment}/contacts"), json!({ "email": "a@b.test", "last_name": big })),
     ];
     let keys = app.count("api_keys").await;
+    // Bodies past their route's limit are refused (413) before the key is looked up, and so are
+    // not logged; the rest reach their checks and are.
+    let mut logged = 1;
     for (path, body) in cases {
         let answer = app.post(path, body).await;
         assert!((400..500).contains(&answer.status), "{path}: {} {}", answer.status, answer.body);
+        logged += i64::from(answer.status != 413);
     }
     for table in ["contacts", "topics", "contact_properties", "webhook_endpoints", "suppressions", "domains", "emails"] {
         assert_eq!(app.count(table).await, 0, "{table}");
     }
     assert_eq!((app.count("segments").await, app.count("api_keys").await), (1, keys));
-    app.wait_for_rows("request_logs", 14).await;
+    assert!(logged > 1, "the sends take ten megabytes and reach their checks");
+    app.wait_for_rows("request_logs", logged).await;
     let largest: i32 = sqlx::query_scalar("SELECT max(pg_column_size(request_body)) FROM request_logs").fetch_one(&app.pool).await.unwrap();
     assert!(largest < 64 * 1024, "a huge body is logged as its size and digest, not kept ({largest} bytes)");
 }

@@ -154,7 +154,7 @@ impl AccountApi {
                 link: &link,
                 outro: "The link works once, for one hour. If you did not ask, ignore this message; your password stays as it is.",
             };
-            account_mail::send(&mut tx, &state, &person.email, &mail).await?;
+            account_mail::send(&mut tx, &state.config, &person.email, &mail).await?;
         }
         tx.commit().await?;
         Ok(Requested::Accepted(Json(LinkRequested { object: "password_reset".into(), requested: true })))
@@ -279,7 +279,7 @@ pub async fn mail_verification(tx: &mut PgConnection, state: &AppState, person_i
         link: &link,
         outro: "The link works for 7 days. If you did not sign up, ignore this message.",
     };
-    account_mail::send(tx, state, email, &mail).await?;
+    account_mail::send(tx, &state.config, email, &mail).await?;
     Ok(())
 }
 

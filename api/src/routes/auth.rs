@@ -18,8 +18,6 @@ use serde::Deserialize;
 
 pub struct AuthApi;
 
-/// The session cookie's name.
-pub const COOKIE: &str = "herald_session";
 /// How long a session lasts.
 const SESSION_DAYS: i64 = 14;
 /// Shortest and longest password, in characters.
@@ -163,7 +161,7 @@ impl AuthApi {
         if !people::insert(&mut tx, person_id, &email, &name, &password_hash, ip.as_deref()).await? {
             return Err(ApiError::refused_field("email", "an account with this address exists; sign in instead"));
         }
-        let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name).await?;
+        let team_id = crate::routes::teams::create_for(&mut tx, person_id, &team_name, state.config.is_development()).await?;
         crate::routes::account::mail_verification(&mut tx, &state, person_id, &email).await?;
         let (session, cookie) = open(&state, &mut tx, person_id, Some(team_id)).await?;
         tx.commit().await?;
@@ -198,7 +196,7 @@ impl AuthApi {
     #[oai(path = "/auth/logout", method = "post", operation_id = "sign-out")]
     async fn sign_out(&self, state: Data<&AppState>, session: Data<&SessionCaller>) -> ApiResult<SignOutResponse> {
         people::close_session(&mut *state.pool.acquire().await?, session.0.session.id).await?;
-        let cleared = format!("{COOKIE}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", secure(&state));
+        let cleared = format!("{}=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0{}", crate::credentials::COOKIE, secure(&state));
         Ok(SignOutResponse::Ok(Json(SignedOut { object: "session".into(), deleted: true }), cleared))
     }
 }
@@ -251,7 +249,7 @@ pub async fn open(state: &AppState, tx: &mut sqlx::PgConnection, person_id: uuid
     let expires_at = Utc::now() + TimeDelta::days(SESSION_DAYS);
     people::open_session(tx, person_id, team_id, &token.hash, &csrf, expires_at).await?;
     let session = people::session(tx, &token.hash).await?.ok_or_else(|| anyhow::anyhow!("the session just opened is not found"))?;
-    let cookie = format!("{COOKIE}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}", token.plaintext, SESSION_DAYS * 86_400, secure(state));
+    let cookie = format!("{}={}; Path=/; HttpOnly; SameSite=Lax; Max-Age={}{}", crate::credentials::COOKIE, token.plaintext, SESSION_DAYS * 86_400, secure(state));
     Ok((session, cookie))
 }
 

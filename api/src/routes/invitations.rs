@@ -3,7 +3,7 @@
 //! signed in, with `POST /auth/invitations/accept`. Open invitations can be revoked; each one
 //! expires after 7 days.
 
-use crate::account_mail::{self, AccountMail};
+use crate::invite::{Inviter, invite};
 use crate::body::Body;
 use crate::error::{ApiError, ApiResult};
 use crate::fields::{Choice, Nullable, Required};
@@ -13,7 +13,7 @@ use crate::routes::auth::{Role, SessionView};
 use crate::routes::pages::{FORM_POLICY, document, escape, not_found_page};
 use crate::routes::teams::admin_team;
 use crate::state::{AppState, SessionCaller};
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::{Html, Json};
@@ -23,9 +23,6 @@ use serde::Deserialize;
 use sqlx::PgConnection;
 
 pub struct InvitationsApi;
-
-/// How long an invitation's link works.
-const INVITATION_DAYS: i64 = 7;
 
 crate::choices! {
     /// `pending`, `accepted`, `revoked` or `expired`.
@@ -107,23 +104,8 @@ impl InvitationsApi {
         let email = crate::routes::auth::address(body.email.0)?;
         let role = crate::routes::auth::role(body.role.0)?;
         let mut tx = state.pool.begin().await?;
-        if let Some(person) = people::by_email(&mut tx, &email).await?
-            && people::role_in(&mut tx, team_id, person.id).await?.is_some()
-        {
-            return Err(ApiError::refused_field("email", "is already a member of the team"));
-        }
-        let token = schema::secret::mint("");
-        let invitation = people::invite(&mut tx, team_id, &email, &role, session.person_id, &token.hash, Utc::now() + TimeDelta::days(INVITATION_DAYS)).await?;
-        let link = format!("{}/invitations/{}", state.config.public_url.trim_end_matches('/'), token.plaintext);
-        let intro = format!("{} invited you to join the team {} on Herald as {}.", session.name, invitation.team_name, &role);
-        let mail = AccountMail {
-            subject: &format!("Join {} on Herald", invitation.team_name),
-            intro: &intro,
-            action: "Accept the invitation",
-            link: &link,
-            outro: "The invitation works for 7 days. If you did not expect it, ignore this message.",
-        };
-        account_mail::send(&mut tx, &state, &email, &mail).await?;
+        let inviter = Inviter::Person { id: session.person_id, name: &session.name };
+        let invitation = invite(&mut tx, &state.config, team_id, &email, &role, inviter).await?.invitation;
         tx.commit().await?;
         Ok(Invited::Created(Json(view(invitation))))
     }

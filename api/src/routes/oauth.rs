@@ -23,8 +23,6 @@ use sha2::{Digest, Sha256};
 
 pub struct OAuthApi;
 
-/// Access tokens.
-pub const ACCESS_PREFIX: &str = "rko_";
 const CLIENT_PREFIX: &str = "rkoc_";
 const REGISTRATION_PREFIX: &str = "rkor_";
 const CODE_PREFIX: &str = "rkc_";
@@ -917,7 +915,7 @@ async fn exchange(state: &AppState, form: &FormBody) -> Answer<TokenAnswer> {
         oauth::use_refresh(&mut tx, stored.id).await?;
         (stored.grant_id, stored.family_id, scopes, None)
     };
-    let access = schema::secret::mint(ACCESS_PREFIX);
+    let access = schema::secret::mint(crate::credentials::ACCESS_PREFIX);
     let refresh = schema::secret::mint(REFRESH_PREFIX);
     let now = Utc::now();
     for (token, kind, expires_at) in [(&access, "access", now + TimeDelta::seconds(ACCESS_SECONDS)), (&refresh, "refresh", now + TimeDelta::days(REFRESH_DAYS))] {
@@ -960,7 +958,7 @@ fn gone() -> BrowserAnswer {
 
 /// The dashboard session of a page request's cookie, if live.
 async fn session_of(conn: &mut sqlx::PgConnection, request: &poem::Request) -> ApiResult<Option<people::Session>> {
-    let Some(token) = crate::gateway::cookie(request, crate::routes::auth::COOKIE) else { return Ok(None) };
+    let Some(token) = crate::credentials::cookie(request, crate::credentials::COOKIE) else { return Ok(None) };
     Ok(people::session(conn, &schema::secret::hash(&token)).await?)
 }
 

@@ -120,7 +120,7 @@ impl TeamsApi {
         let name = body.0.name.0.ok_or_else(|| ApiError::missing_field("name"))?;
         let session = &session.0.session;
         let mut tx = state.pool.begin().await?;
-        let team_id = create_for(&mut tx, session.person_id, &name).await?;
+        let team_id = create_for(&mut tx, session.person_id, &name, state.config.is_development()).await?;
         let now = switch(&mut tx, session.id, team_id).await?;
         tx.commit().await?;
         Ok(CreateTeamResponse::Created(Json(now)))
@@ -218,11 +218,15 @@ impl MembersApi {
     }
 }
 
-/// Creates a team named `name` (1 to 80 characters, one line) with the person as its admin.
-pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str) -> ApiResult<Uuid> {
+/// Creates a team named `name` (1 to 80 characters, one line) with the person as its admin; in
+/// development it has the development sender at once.
+pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str, development: bool) -> ApiResult<Uuid> {
     let name = crate::input::one_line(name, 80).ok_or_else(|| ApiError::refused_field("name", "must be 1 to 80 characters on one line"))?;
     let team_id = schema::ids::new_id();
     teams::insert(tx, team_id, &name, &format!("team-{}", team_id.simple())).await?;
     people::add_member(tx, team_id, person_id, "admin").await?;
+    if development {
+        schema::store::domains::give_dev_sender(tx, Some(team_id)).await?;
+    }
     Ok(team_id)
 }

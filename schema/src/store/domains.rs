@@ -130,9 +130,10 @@ pub async fn insert(conn: &mut PgConnection, domain: &NewDomain<'_>) -> sqlx::Re
     Ok(())
 }
 
-/// Domains the team has that count against its plan (every copy but switched-off ones).
+/// Domains the team has that count against its plan: every copy but switched-off ones and the
+/// development sender, which takes no place in any plan.
 pub async fn count_live(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i64> {
-    sqlx::query_scalar("SELECT count(*) FROM domains WHERE team_id = $1 AND status <> 'disabled'")
+    sqlx::query_scalar("SELECT count(*) FROM domains WHERE team_id = $1 AND status <> 'disabled' AND NOT development")
         .bind(team_id)
         .fetch_one(conn)
         .await
@@ -402,18 +403,26 @@ pub async fn status_for_share(conn: &mut PgConnection, team_id: Uuid, id: Uuid) 
 /// The development sender's name.
 pub const DEV_SENDER_DOMAIN: &str = "dev.herald.localhost";
 
-/// Gives every team that lacks one the development sender, verified with its records, signing
-/// with `key` (one key for all: its mail never leaves the machine). Answers how many it added.
-pub async fn ensure_dev_senders(conn: &mut PgConnection, private_pem: &str, public_key: &str) -> sqlx::Result<u64> {
+/// The service key holding the development sender's DKIM key (JSON: `private_pem`, `public_key`).
+pub const DEV_DKIM_KEY: &str = "dev_dkim";
+
+/// Gives `team` (or, with `None`, every team that lacks one) the development sender, verified
+/// with its records and signing with the key stored under [`DEV_DKIM_KEY`] (one key for all:
+/// its mail never leaves the machine). Gives nothing while no such key is stored. Answers how
+/// many teams it gave it to.
+pub async fn give_dev_sender(conn: &mut PgConnection, team: Option<Uuid>) -> sqlx::Result<u64> {
     let added = sqlx::query(
-        "WITH added AS (
+        "WITH dev_key AS (
+             SELECT convert_from(secret, 'UTF8')::jsonb AS k FROM service_keys WHERE name = $3
+         ), added AS (
              INSERT INTO domains (id, team_id, name, zone, region, tls, custom_return_path, receiving_host, sending_enabled,
                  receiving_enabled, open_tracking, click_tracking, status, mail_from_code, dkim_private_key, dkim_public_key,
                  verified_at, checked_at, development)
              SELECT gen_random_uuid(), t.id, $1, 'herald.localhost', 'us-east-1', 'opportunistic', 'send', '@', true,
-                 false, false, false, 'verified', 'dev', $2, $3, now(), now(), true
-             FROM teams t
-             WHERE NOT EXISTS (SELECT 1 FROM domains d WHERE d.team_id = t.id AND d.development)
+                 false, false, false, 'verified', 'dev', dev_key.k ->> 'private_pem', dev_key.k ->> 'public_key', now(), now(), true
+             FROM teams t, dev_key
+             WHERE ($2::uuid IS NULL OR t.id = $2)
+               AND NOT EXISTS (SELECT 1 FROM domains d WHERE d.team_id = t.id AND d.development)
              ON CONFLICT DO NOTHING
              RETURNING id
          )
@@ -421,8 +430,8 @@ pub async fn ensure_dev_senders(conn: &mut PgConnection, private_pem: &str, publ
          SELECT added.id, kind, 'verified', now(), now() FROM added, unnest(ARRAY['dkim', 'mail_from']) AS kind",
     )
     .bind(DEV_SENDER_DOMAIN)
-    .bind(private_pem)
-    .bind(public_key)
+    .bind(team)
+    .bind(DEV_DKIM_KEY)
     .execute(conn)
     .await?;
     Ok(added.rows_affected() / 2)
@@ -430,12 +439,14 @@ pub async fn ensure_dev_senders(conn: &mut PgConnection, private_pem: &str, publ
 
 /// The verified, sending domain `name` on whichever team holds it (the oldest verified copy):
 /// where account mail from `HERALD_SYSTEM_FROM` is sent from.
-pub async fn system_sender(conn: &mut PgConnection, name: &str) -> sqlx::Result<Option<Domain>> {
+/// The development sender counts only for a development server (`development`).
+pub async fn system_sender(conn: &mut PgConnection, name: &str, development: bool) -> sqlx::Result<Option<Domain>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM domains WHERE name = $1 AND status = 'verified' AND sending_enabled AND NOT development
+        "SELECT {COLUMNS} FROM domains WHERE name = $1 AND status = 'verified' AND sending_enabled AND (NOT development OR $2)
          ORDER BY first_verified_at, id LIMIT 1"
     )))
     .bind(name)
+    .bind(development)
     .fetch_optional(conn)
     .await
 }

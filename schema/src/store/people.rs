@@ -369,7 +369,7 @@ pub async fn invite(
     team_id: Uuid,
     email: &str,
     role: &str,
-    invited_by: Uuid,
+    invited_by: Option<Uuid>,
     token_hash: &[u8],
     expires_at: DateTime<Utc>,
 ) -> sqlx::Result<Invitation> {
