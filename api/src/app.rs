@@ -1,9 +1,9 @@
 //! Building and running the HTTP application.
 
 use crate::config::Config;
-use crate::gateway::Gateway;
-use crate::openapi_doc;
-use crate::request_log::{LogWriter, LogWriterTask};
+use crate::http::gateway::Gateway;
+
+use crate::http::request_log::{LogWriter, LogWriterTask};
 use crate::state::AppState;
 use poem::listener::{Acceptor, Listener, TcpAcceptor, TcpListener};
 use poem::web::{Html, Json};
@@ -14,18 +14,18 @@ use std::time::Duration;
 
 /// The routes behind the gateway.
 pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
-    let document = openapi_doc::document();
+    let document = crate::document::document();
     let spec = get(handler_for(document));
     // The MCP server's tools call the application itself, which holds the MCP server: it is
     // handed the application once built.
-    let app_slot = crate::mcp::AppSlot::default();
+    let app_slot = crate::routes::mcp::AppSlot::default();
     let routes = Route::new()
-        .at("/mcp", crate::mcp::McpEndpoint::new(app_slot.clone()))
+        .at("/mcp", crate::routes::mcp::McpEndpoint::new(app_slot.clone()))
         .at("/docs", get(reference))
         .at("/openapi.json", spec)
-        .at("/outbox", get(crate::outbox::page))
-        .at("/metrics", crate::metrics::guarded)
-        .nest("/", openapi_doc::service());
+        .at("/outbox", get(crate::routes::pages::outbox::page))
+        .at("/metrics", crate::http::metrics::guarded)
+        .nest("/", crate::document::service());
     // The service nested at `/` also catches `/` itself (a catch-all child wins over its
     // node's own endpoint), so the index is answered before the routes.
     let inner = routes
@@ -55,7 +55,7 @@ fn index() -> Json<serde_json::Value> {
 /// `GET /docs`: the browsable API reference, served from the binary.
 #[handler]
 fn reference() -> Html<&'static str> {
-    Html(openapi_doc::reference_page())
+    Html(crate::document::reference_page())
 }
 
 fn handler_for(document: serde_json::Value) -> impl Endpoint {
@@ -72,8 +72,8 @@ pub struct Application {
     port: u16,
     state: AppState,
     log_task: LogWriterTask,
-    listener: crate::auth_cache::ListenerTask,
-    spool_task: crate::spool::SpoolTask,
+    listener: crate::http::key_cache::ListenerTask,
+    spool_task: crate::routes::pages::spool::SpoolTask,
 }
 
 impl Application {
@@ -96,20 +96,20 @@ impl Application {
             .and_then(|addr| addr.as_socket_addr().map(|a| a.port()))
             .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
         let checker = config.domain_checker()?;
-        let fetcher = crate::send::Fetcher::from_config(&config)?;
+        let fetcher = crate::routes::emails::accept::Fetcher::from_config(&config)?;
         let fresh: [u8; 32] = rand::random();
         let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
         if config.is_development() {
-            crate::outbox::ensure_dev_senders(&pool).await?;
+            crate::routes::pages::outbox::ensure_dev_senders(&pool).await?;
         }
-        let (keys, listener) = crate::auth_cache::KeyCache::start(relaxed.clone()).await?;
-        let buckets = std::sync::Arc::new(crate::rate_limit::Buckets::new(
+        let (keys, listener) = crate::http::key_cache::KeyCache::start(relaxed.clone()).await?;
+        let buckets = std::sync::Arc::new(crate::http::rate_limit::Buckets::new(
             relaxed.clone(),
             config.rate_limit_capacity as f64,
             config.rate_limit_refill,
         ));
         let link_key = std::sync::Arc::new(link_key);
-        let (spool, spool_task) = crate::spool::Spool::start(&config.spool_dir, pool.clone())?;
+        let (spool, spool_task) = crate::routes::pages::spool::Spool::start(&config.spool_dir, pool.clone())?;
         let state =
             AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool });
         Ok(Self { acceptor, port, state, log_task, listener, spool_task })
@@ -129,7 +129,7 @@ impl Application {
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
         let Self { acceptor, port: _, state, log_task, listener, spool_task } = self;
         let timeout = Duration::from_secs(state.config.shutdown_seconds);
-        let metrics = crate::metrics::start(&state).await?;
+        let metrics = crate::http::metrics::start(&state).await?;
         let endpoint = endpoint(state);
         let served = Server::new_with_acceptor(acceptor).run_with_graceful_shutdown(endpoint, shutdown, Some(timeout)).await;
         if let Some(metrics) = metrics {

@@ -108,7 +108,7 @@ pub enum TeamCommand {
 pub async fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Openapi => {
-            print!("{}", crate::openapi_doc::document_json());
+            print!("{}", crate::document::document_json());
             Ok(())
         }
         Command::Marketing { command } => {
@@ -135,7 +135,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let (team_id, token) = create_team(&pool, &name).await?;
             if config.is_development() {
-                crate::outbox::ensure_dev_senders(&pool).await?;
+                crate::routes::pages::outbox::ensure_dev_senders(&pool).await?;
             }
             println!("{}", json!({ "team_id": team_id, "api_key": token }));
             Ok(())
@@ -160,7 +160,7 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let config = Config::from_env()?;
             let pool = schema::connect(&config.database_url, 2).await?;
             if config.is_development() {
-                crate::outbox::ensure_dev_senders(&pool).await?;
+                crate::routes::pages::outbox::ensure_dev_senders(&pool).await?;
             }
             let invited = invite(&pool, &config, team, &email, role).await?;
             println!("{invited}");
@@ -193,11 +193,11 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `herald team invite`: the ordinary invitation, made and mailed by the operator.
 async fn invite(pool: &sqlx::PgPool, config: &Config, team: uuid::Uuid, email: &str, role: Option<String>) -> anyhow::Result<serde_json::Value> {
-    let refused = |error: crate::error::ApiError| {
+    let refused = |error: crate::http::error::ApiError| {
         let fields: Vec<String> = error.errors.iter().map(|e| format!("{} {}", e.path, e.message)).collect();
         anyhow::anyhow!("{} {}", error.message, fields.join("; "))
     };
-    let email = crate::routes::auth::address(Some(email.to_string())).map_err(refused)?;
+    let email = crate::routes::people::auth::address(Some(email.to_string())).map_err(refused)?;
     let mut tx = pool.begin().await?;
     anyhow::ensure!(teams::get(&mut tx, team).await?.is_some(), "there is no team {team}");
     let role = match role {
@@ -205,8 +205,8 @@ async fn invite(pool: &sqlx::PgPool, config: &Config, team: uuid::Uuid, email: &
         None if schema::store::people::members(&mut tx, team).await?.iter().any(|m| m.role == "admin") => "member".to_string(),
         None => "admin".to_string(),
     };
-    let role = crate::routes::auth::role(Some(crate::fields::Choice::new(role))).map_err(refused)?;
-    let invited = crate::invite::invite(&mut tx, config, team, &email, &role, crate::invite::Inviter::Operator).await.map_err(refused)?;
+    let role = crate::routes::people::auth::role(Some(crate::http::fields::Choice::new(role))).map_err(refused)?;
+    let invited = crate::routes::people::invite::invite(&mut tx, config, team, &email, &role, crate::routes::people::invite::Inviter::Operator).await.map_err(refused)?;
     tx.commit().await?;
     if !invited.mailed {
         eprintln!("account mail is off (set HERALD_SYSTEM_FROM to a sender on a verified domain): hand the link over yourself");

@@ -1,8 +1,8 @@
 //! What every handler can reach.
 
 use crate::config::Config;
-use crate::operations::Operation;
-use crate::request_log::LogWriter;
+use crate::http::operations::Operation;
+use crate::http::request_log::LogWriter;
 use schema::model::{InboxAccess, Permission};
 use sqlx::PgPool;
 use uuid::Uuid;
@@ -37,15 +37,15 @@ pub struct Shared {
     /// Checks domains against DNS (the verify route runs the workers' check).
     pub checker: jobs::domains::DomainChecker,
     /// Fetches attachment `path`s.
-    pub fetcher: crate::send::Fetcher,
+    pub fetcher: crate::routes::emails::accept::Fetcher,
     /// Signs the hosted preference and unsubscribe links (made once, shared by every process).
     pub link_key: std::sync::Arc<Vec<u8>>,
     /// The keys this process has seen (dropped when PostgreSQL says they changed).
-    pub keys: crate::auth_cache::KeyCache,
+    pub keys: crate::http::key_cache::KeyCache,
     /// The per-team rate-limit buckets, leased from PostgreSQL in grants.
-    pub buckets: std::sync::Arc<crate::rate_limit::Buckets>,
+    pub buckets: std::sync::Arc<crate::http::rate_limit::Buckets>,
     /// Where open and click hits go before PostgreSQL.
-    pub spool: crate::spool::Spool,
+    pub spool: crate::routes::pages::spool::Spool,
 }
 
 impl Shared {
@@ -84,10 +84,10 @@ pub struct TokenFacts {
 impl TokenFacts {
     /// Whether the token reaches an operation: the operation has a scope, the token holds it,
     /// and a viewer's token only reads (`:read` scopes). `403 invalid_permission` otherwise.
-    pub fn reaches(&self, operation: &crate::operations::Operation) -> Result<(), crate::error::ApiError> {
-        use crate::error::ApiError;
+    pub fn reaches(&self, operation: &crate::http::operations::Operation) -> Result<(), crate::http::error::ApiError> {
+        use crate::http::error::ApiError;
         // The MCP server: each of its tools is checked again as the call of its own route.
-        if operation.access == crate::operations::Access::TokenOnly {
+        if operation.access == crate::http::operations::Access::TokenOnly {
             return Ok(());
         }
         let Some(scope) = operation.scope else {

@@ -16,7 +16,7 @@ fn committed() -> Value {
 fn the_committed_document_is_what_herald_openapi_prints() {
     let committed = std::fs::read_to_string(committed_path()).unwrap();
     assert!(
-        committed == api::openapi_doc::document_json(),
+        committed == api::document::document_json(),
         "openapi/openapi.json is stale: run `cargo run -q --bin herald -- openapi > openapi/openapi.json`"
     );
 }
@@ -45,7 +45,7 @@ fn the_document_and_the_operation_table_list_the_same_operations() {
         .into_iter()
         .map(|(method, path, op)| (op["operationId"].as_str().unwrap().to_string(), method.to_uppercase(), path))
         .collect();
-    let mut table: Vec<(String, String, String)> = api::operations::OPERATIONS
+    let mut table: Vec<(String, String, String)> = api::http::operations::OPERATIONS
         .iter()
         .map(|op| (op.id.to_string(), op.method.to_string(), op.path.to_string()))
         .collect();
@@ -53,7 +53,7 @@ fn the_document_and_the_operation_table_list_the_same_operations() {
     table.sort();
     assert_eq!(documented, table);
     for (method, path, operation) in openapi::operations(&doc) {
-        let entry = api::operations::by_id(operation["operationId"].as_str().unwrap()).unwrap();
+        let entry = api::http::operations::by_id(operation["operationId"].as_str().unwrap()).unwrap();
         let expected = entry.access.annotation().map_or(Value::Null, |p| Value::String(p.into()));
         assert_eq!(operation["x-svc-permission"], expected, "{method} {path}");
     }

@@ -161,7 +161,7 @@ async fn a_password_reset_link_sets_a_new_password_once_and_ends_every_session()
 /// The current code of a base32 secret.
 fn totp_now(secret: &str) -> String {
     let secret = data_encoding::BASE32_NOPAD.decode(secret.as_bytes()).unwrap();
-    api::mfa::code(&secret, api::mfa::step_at(chrono::Utc::now().timestamp()))
+    api::routes::people::mfa::code(&secret, api::routes::people::mfa::step_at(chrono::Utc::now().timestamp()))
 }
 
 #[tokio::test]

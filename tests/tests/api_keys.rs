@@ -188,7 +188,7 @@ async fn last_used_at_is_refreshed_at_most_once_a_minute_naming_the_request_log(
 
     // A minute later it refreshes.
     sqlx::query("UPDATE api_keys SET last_used_at = now() - interval '61 seconds' WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     let third = Answer::from(app.request_as(&token, Method::GET, "/api-keys").send().await.unwrap()).await;
     let listed = app.get("/api-keys?status=all").await;
     let key = listed.body["data"].as_array().unwrap().iter().find(|k| k["id"] == id.as_str()).unwrap().clone();

@@ -71,14 +71,14 @@ async fn the_gate_refuses_in_document_order_and_a_refused_send_creates_nothing()
     schema::store::broadcasts::set_marketing(&mut app.pool.acquire().await.unwrap(), true).await.unwrap();
     // 6. The team in good standing.
     sqlx::query("UPDATE teams SET risk_state = 'under_review' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     let refused = app.post("/broadcasts", body.clone()).await;
     refused.assert_error(403, "validation_error");
     assert_eq!(refused.body["errors"][0]["path"], "team_standing");
     assert_eq!(app.count("broadcasts").await, 0, "a refused send creates nothing");
     assert_eq!(app.count("apalis.jobs WHERE job_type = 'send_broadcast'").await, 0);
     sqlx::query("UPDATE teams SET risk_state = 'normal' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
 
     // The checklist runs the same gate without sending.
     let saved = app.post("/broadcasts", draft(&segment_id)).await;

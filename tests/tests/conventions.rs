@@ -67,7 +67,7 @@ async fn a_suspended_key_is_403_suspended_api_key() {
     let (id, token) = app.create_key(json!({ "name": "to suspend" })).await;
     let mut conn = app.pool.acquire().await.unwrap();
     schema::store::api_keys::set_status(&mut conn, id.parse().unwrap(), schema::model::KeyStatus::Suspended).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     let answer = Answer::from(app.request_as(&token, Method::GET, "/api-keys").send().await.unwrap()).await;
     answer.assert_error(403, "suspended_api_key");
 }
@@ -77,7 +77,7 @@ async fn every_key_of_a_suspended_team_is_403_suspended_api_key() {
     let app = TestApp::spawn().await;
     let mut conn = app.pool.acquire().await.unwrap();
     schema::store::teams::set_risk_state(&mut conn, app.team_id, schema::model::RiskState::Suspended).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     app.get("/api-keys").await.assert_error(403, "suspended_api_key");
 }
 

@@ -55,7 +55,7 @@ async fn the_development_sender_is_verified_without_dns_and_a_verify_call_leaves
 async fn outside_development_the_development_sender_is_refused_saying_why_and_nothing_is_written() {
     let app = TestApp::spawn().await;
     // Even a team that kept the row from development days cannot use it.
-    api::outbox::ensure_dev_senders(&app.pool).await.unwrap();
+    api::routes::pages::outbox::ensure_dev_senders(&app.pool).await.unwrap();
     let refused = app.post("/emails", first_email("you@example.com")).await;
     refused.assert_error(403, "validation_error");
     let message = refused.body["message"].as_str().unwrap();

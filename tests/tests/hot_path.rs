@@ -20,7 +20,7 @@ async fn a_key_is_read_from_postgresql_once_then_served_from_memory() {
     // The first use records `last_used_at`, which drops the key everywhere once.
     let before = app.state.keys.misses();
     assert_eq!(status(&app, &key).await.status, 200);
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     for _ in 0..20 {
         assert_eq!(status(&app, &key).await.status, 200);
     }
@@ -42,7 +42,7 @@ async fn a_revoked_key_is_refused_by_another_process_on_the_request_right_after_
         assert_eq!(status(&other, &key).await.status, 200);
         // The first use's `last_used_at` drops the key everywhere once: wait for that, then read
         // it into the other process again.
-        api::auth_cache::settle(&app.pool).await.unwrap();
+        api::http::key_cache::settle(&app.pool).await.unwrap();
         assert_eq!(status(&other, &key).await.status, 200);
         let cached = other.state.keys.misses();
         assert_eq!(status(&other, &key).await.status, 200);
@@ -61,10 +61,10 @@ async fn a_suspended_team_is_refused_by_every_process_once_the_change_settles() 
     assert_eq!(status(&other, &app.key).await.status, 200);
     let mut conn = app.pool.acquire().await.unwrap();
     schema::store::teams::set_risk_state(&mut conn, app.team_id, schema::model::RiskState::Suspended).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     status(&other, &app.key).await.assert_error(403, "suspended_api_key");
     schema::store::teams::set_risk_state(&mut conn, app.team_id, schema::model::RiskState::Normal).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     assert_eq!(status(&other, &app.key).await.status, 200);
 }
 
@@ -138,6 +138,6 @@ async fn a_process_whose_listener_connection_is_cut_still_refuses_a_key_revoked_
     .unwrap();
     assert_eq!(cut, vec![1], "one listener connection");
     sqlx::query("UPDATE api_keys SET status = 'revoked', revoked_at = now() WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     status(&app, &key).await.assert_error(403, "restricted_api_key");
 }

@@ -1,6 +1,6 @@
 //! The idempotency piece the send routes use, against a real database.
 
-use api::idempotency::{Begin, Claimed, IdempotencyKey, begin, fingerprint};
+use api::http::idempotency::{Begin, Claimed, IdempotencyKey, begin, fingerprint};
 use serde_json::json;
 use tests::TestApp;
 

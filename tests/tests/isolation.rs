@@ -11,7 +11,7 @@
 //! are generated from the OpenAPI request schema (required properties with minimal valid
 //! values), so that body validation does not answer before the existence check.
 
-use api::operations::{Access, OPERATIONS, Operation};
+use api::http::operations::{Access, OPERATIONS, Operation};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use reqwest::Method;
@@ -101,8 +101,8 @@ impl Reply {
 
 /// A request of `team`: with its admin's session on the session's routes, else with its key.
 async fn call(app: &TestApp, team: &Team, method: &Method, path: &str, payload: &Payload) -> Reply {
-    let route = api::operations::route(&poem::http::Method::from_bytes(method.as_str().as_bytes()).unwrap(), path.split('?').next().unwrap());
-    let by_session = matches!(route, api::operations::Routing::Found(op) if op.access == Access::Session);
+    let route = api::http::operations::route(&poem::http::Method::from_bytes(method.as_str().as_bytes()).unwrap(), path.split('?').next().unwrap());
+    let by_session = matches!(route, api::http::operations::Routing::Found(op) if op.access == Access::Session);
     let request = if by_session {
         let (token, csrf) = &team.session;
         app.client.request(method.clone(), app.url(path)).header("cookie", format!("herald_session={token}")).header("x-csrf-token", csrf)
@@ -471,7 +471,7 @@ struct Probe {
 /// Every request B makes: for each operation with parameters, each assignment of A's or B's
 /// value to its parameters with at least one of A's, and each form of A's values.
 async fn probes(app: &TestApp, a: &Team, b: &Team, failures: &mut Vec<String>, notes: &mut Vec<String>) -> Vec<Probe> {
-    let doc = api::openapi_doc::document();
+    let doc = api::document::document();
     let mut lists = HashMap::new();
     let mut probes = Vec::new();
     for operation in OPERATIONS {

@@ -171,7 +171,7 @@ async fn a_stream_of_hostile_requests_loses_no_other_requests_log() {
 #[tokio::test]
 async fn a_log_postgresql_refuses_is_isolated_counted_and_takes_no_other_log_with_it() {
     let app = TestApp::spawn().await;
-    let (writer, task) = api::request_log::LogWriter::start(app.pool.clone());
+    let (writer, task) = api::http::request_log::LogWriter::start(app.pool.clone());
     let log = |team_id: uuid::Uuid| schema::store::request_logs::RequestLog {
         id: schema::ids::new_id(),
         team_id,

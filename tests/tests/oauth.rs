@@ -349,7 +349,7 @@ async fn a_token_reaches_what_its_scopes_reach_as_its_member_and_grants_and_revo
     assert_eq!(app.count("domains").await, 0, "a viewer's token wrote nothing");
 
     sqlx::query("UPDATE memberships SET role = 'admin' WHERE team_id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     let created = with_token(&app, &access, Method::POST, "/domains", Some(json!({ "name": "agent.example" }))).await;
     assert_eq!(created.status, 201, "an admin's token writes: {}", created.body);
     with_token(&app, &access, Method::PATCH, "/team", Some(json!({ "name": "Renamed" }))).await.assert_error(403, "invalid_permission");
@@ -379,7 +379,7 @@ async fn a_token_reaches_what_its_scopes_reach_as_its_member_and_grants_and_revo
     let access = exchange(&app, id, &code, VERIFIER).await.body["access_token"].as_str().unwrap().to_string();
     assert_eq!(with_token(&app, &access, Method::GET, "/domains", None).await.status, 200);
     sqlx::query("DELETE FROM memberships").execute(&app.pool).await.unwrap();
-    api::auth_cache::settle(&app.pool).await.unwrap();
+    api::http::key_cache::settle(&app.pool).await.unwrap();
     with_token(&app, &access, Method::GET, "/domains", None).await.assert_error(401, "invalid_api_key");
 }
 

@@ -1,9 +1,9 @@
 //! API keys: create (the token is shown once), list, rename, revoke.
 
-use crate::body::Body;
-use crate::error::{ApiError, ApiResult};
-use crate::paging::{page_request, search_text};
-use crate::fields::{IdText, Nullable, Search};
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::{page_request, search_text};
+use crate::http::fields::{IdText, Nullable, Search};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -256,7 +256,7 @@ impl ApiKeysApi {
             .ok_or_else(|| ApiError::not_found("API key"))?;
         tx.commit().await?;
         // A lowered Inbox access holds on the next request in every process.
-        crate::auth_cache::settle(&state.pool).await?;
+        crate::http::key_cache::settle(&state.pool).await?;
         Ok(Json(Updated { object: "api_key".into(), id: id.to_string() }))
     }
 
@@ -277,7 +277,7 @@ impl ApiKeysApi {
         if !api_keys::revoke(&mut conn, caller.team_id, id).await? {
             return Err(ApiError::not_found("API key"));
         }
-        crate::auth_cache::settle(&state.pool).await?;
+        crate::http::key_cache::settle(&state.pool).await?;
         Ok(Json(Deleted { object: "api_key".into(), id: id.to_string(), deleted: true }))
     }
 }

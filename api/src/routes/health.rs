@@ -1,6 +1,6 @@
 //! Liveness and readiness, unauthenticated.
 
-use crate::fields::Nullable;
+use crate::http::fields::Nullable;
 use crate::routes::Tag;
 use crate::state::AppState;
 use poem::web::Data;

@@ -1,8 +1,8 @@
 //! Request logs of the team: list with filters, and one log with its stored bodies.
 
-use crate::error::{ApiError, ApiResult};
-use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{IdText, Instant, Nullable, Search};
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::{date_range, page_request, search_text};
+use crate::http::fields::{IdText, Instant, Nullable, Search};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -154,9 +154,9 @@ mod tests {
 
     #[test]
     fn a_bare_calendar_date_is_not_an_instant() {
-        assert_eq!(crate::paging::instant("start_date", "2026-11-21").unwrap_err().name, "invalid_parameter");
-        assert!(crate::paging::instant("start_date", "2026-11-21T10:00:00Z").is_ok());
-        assert!(crate::paging::instant("start_date", "2026-11-21T10:00:00+02:00").is_ok());
+        assert_eq!(crate::http::paging::instant("start_date", "2026-11-21").unwrap_err().name, "invalid_parameter");
+        assert!(crate::http::paging::instant("start_date", "2026-11-21T10:00:00Z").is_ok());
+        assert!(crate::http::paging::instant("start_date", "2026-11-21T10:00:00+02:00").is_ok());
     }
 
     #[test]

@@ -1,34 +1,23 @@
-//! One module per resource: its OpenAPI struct, request and response types and handlers.
+//! The routes, a folder per area (the operation table's tags) and a file per single resource:
+//! handlers and their request and response types. What two routes share lives in a module of
+//! its own, never in a route file. Tags, the list of every API in document order, and the small
+//! answers every area uses are here.
 
-pub mod account;
 pub mod api_keys;
-pub mod audiences;
-pub mod auth;
+pub mod audience;
 pub mod automations;
-pub mod brand_assets;
 pub mod broadcasts;
-pub mod contact_imports;
-pub mod contact_properties;
-pub mod contacts;
 pub mod domains;
-pub mod email_shares;
 pub mod emails;
-pub mod events;
 pub mod health;
-pub mod invitations;
 pub mod logs;
+pub mod mcp;
 pub mod oauth;
 pub mod pages;
-pub mod preferences;
-pub mod received;
-pub mod saved_blocks;
-pub mod segments;
+pub mod people;
 pub mod suppressions;
 pub mod team;
-pub mod teams;
 pub mod templates;
-pub mod topics;
-pub mod tracking;
 pub mod webhooks;
 
 use poem_openapi::Tags;
@@ -94,41 +83,41 @@ apis!(
         api_keys::ApiKeysApi,
         logs::LogsApi,
         domains::DomainsApi,
-        emails::EmailsApi,
-        email_shares::EmailSharesApi,
-        received::ReceivedApi,
+        emails::send::EmailsApi,
+        emails::shares::EmailSharesApi,
+        emails::received::ReceivedApi,
         suppressions::SuppressionsApi,
-        contact_imports::ContactImportsApi,
-        events::EventsApi,
-        automations::AutomationsApi,
-        auth::AuthApi,
-        teams::TeamsApi,
-        teams::MembersApi,
+        audience::contact_imports::ContactImportsApi,
+        automations::events::EventsApi,
+        automations::automations::AutomationsApi,
+        people::auth::AuthApi,
+        people::teams::TeamsApi,
+        people::teams::MembersApi,
         oauth::OAuthApi,
     ],
     [
-        contacts::ContactsApi,
-        contact_properties::ContactPropertiesApi,
-        topics::TopicsApi,
-        segments::SegmentsApi,
-        audiences::AudiencesApi,
+        audience::contacts::ContactsApi,
+        audience::contact_properties::ContactPropertiesApi,
+        audience::topics::TopicsApi,
+        audience::segments::SegmentsApi,
+        audience::audiences::AudiencesApi,
         webhooks::WebhooksApi,
-        team::TeamApi,
-        brand_assets::BrandAssetsApi,
-        templates::TemplatesApi,
-        saved_blocks::SavedBlocksApi,
+        team::profile::TeamApi,
+        team::brand_assets::BrandAssetsApi,
+        templates::templates::TemplatesApi,
+        templates::saved_blocks::SavedBlocksApi,
         broadcasts::BroadcastsApi,
-        pages::PagesApi,
-        preferences::PreferencesApi,
-        tracking::TrackingApi,
-        account::AccountApi,
-        invitations::InvitationsApi,
+        pages::html::PagesApi,
+        pages::preferences::PreferencesApi,
+        pages::tracking::TrackingApi,
+        people::account::AccountApi,
+        people::invitations::InvitationsApi,
     ],
 );
 
 /// A path's id; anything that is not an id answers 404 like a missing `what`.
-pub fn path_id(raw: &str, what: &str) -> crate::error::ApiResult<uuid::Uuid> {
-    schema::ids::parse_id(raw).ok_or_else(|| crate::error::ApiError::not_found(what))
+pub fn path_id(raw: &str, what: &str) -> crate::http::error::ApiResult<uuid::Uuid> {
+    schema::ids::parse_id(raw).ok_or_else(|| crate::http::error::ApiError::not_found(what))
 }
 
 /// `{ object, id }`, the answer of an update.

@@ -1,10 +1,10 @@
 //! Suppressions: addresses the team will not send to. Added by hand (origin `manual`), by hard
 //! bounces and by complaints; removed by hand.
 
-use crate::body::Body;
-use crate::error::{ApiError, ApiResult};
-use crate::paging::{date_range, page_request, search_text};
-use crate::fields::{Choice, Choices, EmailAddress, IdText, InstantOrDate, Nullable, Search};
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::{date_range, page_request, search_text};
+use crate::http::fields::{Choice, Choices, EmailAddress, IdText, InstantOrDate, Nullable, Search};
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};

@@ -1,9 +1,9 @@
 //! Webhook endpoints: create (the signing secret is shown once), list, read, update, delete.
 
-use crate::body::Body;
-use crate::error::{ApiError, ApiResult};
-use crate::paging::page_request;
-use crate::fields::{Choice, IdText, Nullable};
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::page_request;
+use crate::http::fields::{Choice, IdText, Nullable};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;

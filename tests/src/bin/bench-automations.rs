@@ -121,7 +121,7 @@ async fn team(pool: &PgPool) -> anyhow::Result<(Uuid, String)> {
     .bind(&dkim.public_base64)
     .execute(pool)
     .await?;
-    api::auth_cache::settle(pool).await?;
+    api::http::key_cache::settle(pool).await?;
     Ok((team_id, key))
 }
 

@@ -155,7 +155,7 @@ async fn team(pool: &PgPool) -> anyhow::Result<(Uuid, String, Uuid)> {
     .bind(&dkim.public_base64)
     .fetch_one(pool)
     .await?;
-    api::auth_cache::settle(pool).await?;
+    api::http::key_cache::settle(pool).await?;
     Ok((team_id, key, domain_id))
 }
 

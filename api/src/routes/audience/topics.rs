@@ -1,0 +1,321 @@
+//! Topics, and each contact's topic choices (its own choice, else the topic's default;
+//! `unsubscribed` overrides every topic). Every choice writes a consent record.
+
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::page_request;
+use crate::http::fields::{Choice, Choices, IdText, Nullable};
+use crate::routes::audience::contacts::{Origin, consent, contact_key};
+use crate::routes::{Deleted, Tag, Updated, path_id};
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::types::MaybeUndefined;
+use poem_openapi::{ApiResponse, Object};
+use schema::store::contacts::{self, Contact};
+use schema::store::topics::{self, NewTopic, Topic};
+use serde::Deserialize;
+use uuid::Uuid;
+
+pub struct TopicsApi;
+
+crate::choices! {
+    /// `opt_in` or `opt_out`.
+    Subscription = &["opt_in", "opt_out"];
+    /// `public` (listed on every contact's preference page) or `private`.
+    Visibility = &["public", "private"];
+}
+
+/// Body of `POST /topics`.
+#[derive(Object, Deserialize)]
+pub struct CreateTopic {
+    /// Up to 50 characters, unique among the team's live topics.
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"\S"))]
+    pub name: String,
+    /// `opt_in` or `opt_out`; fixed at creation.
+    pub default_subscription: Choice<Subscription>,
+    /// Up to 200 characters.
+    #[oai(validator(max_length = 200))]
+    pub description: Option<String>,
+    /// `public` (listed on every contact's preference page) or `private` (default).
+    pub visibility: Option<Choice<Visibility>>,
+}
+
+/// Body of `PATCH /topics/{id}`.
+#[derive(Object, Deserialize)]
+pub struct UpdateTopic {
+    /// Up to 50 characters, unique among the team's live topics.
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"\S"))]
+    pub name: Option<String>,
+    /// Up to 200 characters; `null` clears it.
+    #[serde(default)]
+    #[oai(validator(max_length = 200))]
+    pub description: MaybeUndefined<String>,
+    pub visibility: Option<Choice<Visibility>>,
+    /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
+    #[oai(skip)]
+    pub default_subscription: Option<serde_json::Value>,
+}
+
+/// `{ object: "topic", id }`.
+#[derive(Object)]
+pub struct TopicRef {
+    pub object: String,
+    pub id: String,
+}
+
+#[derive(ApiResponse)]
+pub enum CreateResponse {
+    /// Created.
+    #[oai(status = 201)]
+    Created(Json<TopicRef>),
+}
+
+/// A topic.
+#[derive(Object)]
+pub struct TopicView {
+    /// Always `topic`.
+    pub object: String,
+    pub id: String,
+    pub name: String,
+    pub description: Nullable<String>,
+    pub default_subscription: Choice<Subscription>,
+    pub visibility: Choice<Visibility>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A page of topics.
+#[derive(Object)]
+pub struct TopicList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<TopicView>,
+}
+
+/// A topic and a contact's effective subscription to it.
+#[derive(Object)]
+pub struct ContactTopic {
+    pub id: String,
+    pub name: String,
+    pub description: Nullable<String>,
+    /// The effective subscription: the contact's own choice, else the topic's default;
+    /// `opt_out` for every topic while the contact is unsubscribed.
+    pub subscription: Choice<Subscription>,
+}
+
+/// A contact's topics.
+#[derive(Object)]
+pub struct ContactTopicList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<ContactTopic>,
+}
+
+/// One choice in `PATCH /contacts/{contact}/topics`.
+#[derive(Object, Deserialize, Clone)]
+pub struct TopicChoice {
+    /// The topic's id.
+    pub id: IdText,
+    pub subscription: Choice<Subscription>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Contacts")]
+impl TopicsApi {
+    /// Create a topic. A live topic with the same name is `422 invalid_parameter`.
+    #[oai(path = "/topics", method = "post", operation_id = "create-topic")]
+    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateTopic>) -> ApiResult<CreateResponse> {
+        let body = body.0;
+        check_name(&body.name)?;
+        check_description(body.description.as_deref())?;
+        if !Subscription::allows(&body.default_subscription) {
+            return Err(ApiError::invalid_field("default_subscription", "must be opt_in or opt_out"));
+        }
+        let visibility = body.visibility.unwrap_or_else(|| "private".into());
+        check_visibility(&visibility)?;
+        let new = NewTopic {
+            name: body.name.trim(),
+            description: body.description.as_deref(),
+            default_subscription: &body.default_subscription,
+            visibility: &visibility,
+        };
+        let created = topics::insert(&mut *state.pool.acquire().await?, caller.team_id, &new).await?;
+        let created = created.ok_or_else(name_taken)?;
+        Ok(CreateResponse::Created(Json(TopicRef { object: "topic".into(), id: created.id.to_string() })))
+    }
+
+    /// List the team's topics, newest first.
+    #[oai(path = "/topics", method = "get", operation_id = "list-topics")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<TopicList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let page = topics::list(&mut *state.pool.acquire().await?, caller.team_id, &page).await?;
+        Ok(Json(TopicList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(view).collect() }))
+    }
+
+    /// Retrieve a topic.
+    #[oai(path = "/topics/:topic_id", method = "get", operation_id = "get-topic")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>) -> ApiResult<Json<TopicView>> {
+        let id = path_id(&topic_id.0, "Topic")?;
+        let found = topics::get(&mut *state.pool.acquire().await?, caller.team_id, id).await?;
+        Ok(Json(view(found.ok_or_else(|| ApiError::not_found("Topic"))?)))
+    }
+
+    /// Rename a topic or change its description or visibility (`default_subscription` is fixed).
+    #[oai(path = "/topics/:topic_id", method = "patch", operation_id = "update-topic")]
+    async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>, body: Body<UpdateTopic>) -> ApiResult<Json<Updated>> {
+        let id = path_id(&topic_id.0, "Topic")?;
+        let body = body.0;
+        if body.default_subscription.is_some() {
+            return Err(ApiError::invalid_parameter("default_subscription", "is fixed at creation"));
+        }
+        if let Some(name) = &body.name {
+            check_name(name)?;
+        }
+        if let Some(visibility) = &body.visibility {
+            check_visibility(visibility)?;
+        }
+        let description = match &body.description {
+            MaybeUndefined::Undefined => None,
+            MaybeUndefined::Null => Some(None),
+            MaybeUndefined::Value(text) => {
+                check_description(Some(text))?;
+                Some(Some(text.as_str()))
+            }
+        };
+        let change = topics::Change { name: body.name.as_deref().map(str::trim), description, visibility: body.visibility.as_deref() };
+        let updated = match topics::update(&mut *state.pool.acquire().await?, caller.team_id, id, &change).await {
+            Err(error) if error.as_database_error().is_some_and(|e| e.is_unique_violation()) => return Err(name_taken()),
+            other => other?,
+        };
+        let updated = updated.ok_or_else(|| ApiError::not_found("Topic"))?;
+        Ok(Json(Updated { object: "topic".into(), id: updated.id.to_string() }))
+    }
+
+    /// Retire a topic: it answers 404 from then on and its name is free again.
+    #[oai(path = "/topics/:topic_id", method = "delete", operation_id = "delete-topic")]
+    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, topic_id: Path<String>) -> ApiResult<Json<Deleted>> {
+        let id = path_id(&topic_id.0, "Topic")?;
+        if !topics::retire(&mut *state.pool.acquire().await?, caller.team_id, id).await? {
+            return Err(ApiError::not_found("Topic"));
+        }
+        Ok(Json(Deleted { object: "topic".into(), id: id.to_string(), deleted: true }))
+    }
+
+    /// A contact's effective subscription to every live topic.
+    #[oai(path = "/contacts/:contact/topics", method = "get", operation_id = "list-contact-topics")]
+    async fn contact_topics(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactTopicList>> {
+        let mut conn = state.pool.acquire().await?;
+        let contact = contacts::find(&mut conn, caller.team_id, &contact_key(&contact.0)?, false).await?;
+        let contact = contact.ok_or_else(|| ApiError::not_found("Contact"))?;
+        let data = topics::choices(&mut conn, caller.team_id, contact.id)
+            .await?
+            .into_iter()
+            .map(|choice| ContactTopic {
+                id: choice.topic.id.to_string(),
+                subscription: if contact.unsubscribed { "opt_out" } else { choice.effective() }.into(),
+                name: choice.topic.name,
+                description: choice.topic.description.into(),
+            })
+            .collect();
+        Ok(Json(ContactTopicList { object: "list".into(), has_more: false, data }))
+    }
+
+    /// Record a contact's topic choices (a bare array of `{ id, subscription }`); each change
+    /// writes a consent record. Not a `contact.updated` event.
+    #[oai(path = "/contacts/:contact/topics", method = "patch", operation_id = "update-contact-topics")]
+    async fn update_contact_topics(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        contact: Path<String>,
+        body: Body<Vec<TopicChoice>>,
+    ) -> ApiResult<Json<Updated>> {
+        let key = contact_key(&contact.0)?;
+        let mut tx = state.pool.begin().await?;
+        let contact = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
+        apply_choices(&mut tx, &contact, &body.0, "topics", &Origin::api()).await?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "contact".into(), id: contact.id.to_string() }))
+    }
+}
+
+/// Checks topic choices (`opt_in`/`opt_out` for the team's live topics); `path` names the body
+/// field in errors.
+pub async fn checked_choices(conn: &mut sqlx::PgConnection, team_id: Uuid, choices: &[TopicChoice], path: &str) -> ApiResult<Vec<(Uuid, String)>> {
+    let mut parsed = Vec::with_capacity(choices.len());
+    for (i, choice) in choices.iter().enumerate() {
+        if !Subscription::allows(&choice.subscription) {
+            return Err(ApiError::invalid_parameter(&format!("{path}[{i}].subscription"), "must be opt_in or opt_out"));
+        }
+        let id = schema::ids::parse_id(&choice.id).ok_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a topic id"))?;
+        parsed.push((id, choice.subscription.to_string()));
+    }
+    let ids: Vec<Uuid> = parsed.iter().map(|(id, _)| *id).collect();
+    let live = topics::live_ids(conn, team_id, &ids).await?;
+    if let Some(i) = ids.iter().position(|id| !live.contains(id)) {
+        return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's topics"));
+    }
+    Ok(parsed)
+}
+
+/// Checks and records topic choices for a contact, with a consent record per change. `path`
+/// names the body field in errors.
+pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
+    let parsed = checked_choices(conn, contact.team_id, choices, path).await?;
+    for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
+        consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }, origin).await?;
+    }
+    Ok(())
+}
+
+fn name_taken() -> ApiError {
+    ApiError::invalid_parameter("name", "a live topic already has this name")
+}
+
+fn check_name(name: &str) -> ApiResult<()> {
+    let length = name.trim().chars().count();
+    if length == 0 || length > 50 {
+        return Err(ApiError::invalid_field("name", "must be 1 to 50 characters"));
+    }
+    Ok(())
+}
+
+fn check_description(description: Option<&str>) -> ApiResult<()> {
+    if description.is_some_and(|d| d.chars().count() > 200) {
+        return Err(ApiError::invalid_field("description", "must be at most 200 characters"));
+    }
+    Ok(())
+}
+
+fn check_visibility(visibility: &str) -> ApiResult<()> {
+    if !Visibility::allows(visibility) {
+        return Err(ApiError::invalid_field("visibility", "must be public or private"));
+    }
+    Ok(())
+}
+
+fn view(topic: Topic) -> TopicView {
+    TopicView {
+        object: "topic".into(),
+        id: topic.id.to_string(),
+        name: topic.name,
+        description: topic.description.into(),
+        default_subscription: topic.default_subscription.into(),
+        visibility: topic.visibility.into(),
+        created_at: topic.created_at,
+    }
+}

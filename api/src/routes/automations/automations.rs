@@ -1,0 +1,588 @@
+//! Automations: a graph of steps from one trigger, written as immutable versions, and the runs
+//! that carry one contact each through the version they started on.
+
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
+use crate::http::paging::page_request;
+use crate::routes::{Deleted, Tag, Updated, path_id};
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object};
+use schema::automation::{self, Action, Graph, Problem};
+use schema::store::automations::{self, Automation, Run, StepRecord, Trigger};
+use schema::store::{contacts, custom_events, segments, templates, topics};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+
+pub struct AutomationsApi;
+
+crate::choices! {
+    /// Whether an automation enrols contacts.
+    AutomationStatus = &["enabled", "disabled"];
+    /// What a step does (`wait_for_event` and `contact_delete` are not available in this
+    /// release and are refused).
+    StepType = &["trigger", "send_email", "delay", "condition", "contact_update", "add_to_segment", "topic_update"];
+    /// How a step leads to the next (`timeout` and `event_received` are not available in this
+    /// release and are refused).
+    ConnectionType = &["default", "condition_met", "condition_not_met"];
+    /// Where a run is.
+    RunStatus = &["running", "completed", "failed", "cancelled"];
+    /// Where a run is at one step: `pending` (not reached yet), `waiting` (a delay until its
+    /// time), `completed`, `failed`, or `skipped` (a branch not taken, or the run ended first).
+    RunStepStatus = &["pending", "waiting", "completed", "failed", "skipped"];
+}
+
+/// One step of a graph.
+#[derive(Object, Deserialize, Clone)]
+pub struct StepIn {
+    /// Unique within the version, 1 to 100 characters.
+    #[oai(validator(max_length = 100))]
+    pub key: String,
+    #[serde(rename = "type")]
+    #[oai(rename = "type")]
+    pub kind: Choice<StepType>,
+    /// The type's settings: `trigger` `{ event_name, segment_id?, topic_id? }`; `send_email`
+    /// `{ template: { id, variables }, from?, subject?, reply_to? }`; `delay` `{ duration:
+    /// '<n> days' }` or `{ until }` (at most 30 days out); `condition` a rule tree `{ type:
+    /// 'rule', field, operator, value }` or `{ type: 'and' | 'or' | 'not', rules }`;
+    /// `contact_update` `{ first_name?, last_name?, unsubscribed?, properties? }`;
+    /// `add_to_segment` `{ segment_id }`; `topic_update` `{ topic_id, subscription: 'opt_in' |
+    /// 'opt_out' }`.
+    pub config: Option<BTreeMap<String, Value>>,
+}
+
+/// One connection of a graph.
+#[derive(Object, Deserialize, Clone)]
+pub struct ConnectionIn {
+    /// The step key it leaves.
+    pub from: String,
+    /// The step key it enters.
+    pub to: String,
+    /// `default` when absent; a condition's are `condition_met` and `condition_not_met`.
+    #[serde(rename = "type")]
+    #[oai(rename = "type")]
+    pub kind: Option<Choice<ConnectionType>>,
+}
+
+/// Body of `POST /automations`.
+#[derive(Object, Deserialize)]
+pub struct CreateAutomation {
+    /// 1 to 200 characters.
+    #[oai(validator(max_length = 200))]
+    pub name: Required<String>,
+    /// `disabled` when absent.
+    pub status: Option<Choice<AutomationStatus>>,
+    /// Exactly one `trigger`, at most 150 steps.
+    #[oai(validator(max_items = 150))]
+    pub steps: Required<Vec<StepIn>>,
+    pub connections: Required<Vec<ConnectionIn>>,
+}
+
+/// Body of `PATCH /automations/{automation_id}`.
+#[derive(Object, Deserialize)]
+pub struct UpdateAutomation {
+    #[oai(validator(max_length = 200))]
+    pub name: Option<String>,
+    /// Gates new enrolment only; live runs go on.
+    pub status: Option<Choice<AutomationStatus>>,
+    /// With `connections`: the next version, published at once. In-flight runs keep theirs.
+    #[oai(validator(max_items = 150))]
+    pub steps: Option<Vec<StepIn>>,
+    pub connections: Option<Vec<ConnectionIn>>,
+}
+
+/// `{ object: "automation", id }`.
+#[derive(Object)]
+pub struct AutomationRef {
+    /// Always `automation`.
+    pub object: String,
+    pub id: String,
+}
+
+#[derive(ApiResponse)]
+pub enum CreateResponse {
+    /// Created (version 1).
+    #[oai(status = 201)]
+    Created(Json<AutomationRef>),
+}
+
+/// An automation and its current version.
+#[derive(Object)]
+pub struct AutomationView {
+    /// Always `automation`.
+    pub object: String,
+    pub id: String,
+    pub name: String,
+    pub status: Choice<AutomationStatus>,
+    /// The current version's number.
+    pub version: i32,
+    /// The trigger's event name.
+    pub trigger: String,
+    /// The current version's steps. Absent in lists.
+    #[oai(skip_serializing_if_is_none)]
+    pub steps: Option<Vec<StepView>>,
+    /// The current version's connections. Absent in lists.
+    #[oai(skip_serializing_if_is_none)]
+    pub connections: Option<Vec<ConnectionView>>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A step as stored.
+#[derive(Object)]
+pub struct StepView {
+    pub key: String,
+    #[oai(rename = "type")]
+    pub kind: Choice<StepType>,
+    /// The type's settings, as written.
+    pub config: BTreeMap<String, Value>,
+}
+
+/// A connection as stored.
+#[derive(Object)]
+pub struct ConnectionView {
+    pub from: String,
+    pub to: String,
+    #[oai(rename = "type")]
+    pub kind: Choice<ConnectionType>,
+}
+
+/// A page of automations.
+#[derive(Object)]
+pub struct AutomationList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<AutomationView>,
+}
+
+/// A run.
+#[derive(Object)]
+pub struct RunView {
+    /// Always `automation_run`.
+    pub object: String,
+    pub id: String,
+    pub automation_id: String,
+    pub status: Choice<RunStatus>,
+    /// The version the run started on and keeps.
+    pub version: i32,
+    pub contact_id: String,
+    /// The trigger's event name.
+    pub trigger: String,
+    /// The recorded custom event; `null` for a built-in trigger.
+    pub event_id: Nullable<String>,
+    /// Why the run failed; `null` otherwise.
+    pub error: Nullable<String>,
+    pub created_at: DateTime<Utc>,
+    /// When it completed, failed or was cancelled; `null` while running.
+    pub completed_at: Nullable<DateTime<Utc>>,
+    /// On retrieve: every step of the version in graph order from the trigger (depth first,
+    /// `condition_met` before `condition_not_met`). Absent in lists.
+    #[oai(skip_serializing_if_is_none)]
+    pub steps: Option<Vec<RunStepView>>,
+}
+
+/// Where a run is at one step.
+#[derive(Object)]
+pub struct RunStepView {
+    pub key: String,
+    #[oai(rename = "type")]
+    pub kind: Choice<StepType>,
+    pub status: Choice<RunStepStatus>,
+    pub started_at: Nullable<DateTime<Utc>>,
+    pub completed_at: Nullable<DateTime<Utc>>,
+    /// What the step did: `{ branch }` for a condition, `{ email_id }` for a send, `{ until }`
+    /// for a delay, `{ reason }` for a failure or a skipped send; `null` before it ran.
+    pub outcome: Nullable<BTreeMap<String, Value>>,
+}
+
+/// A page of runs.
+#[derive(Object)]
+pub struct RunList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<RunView>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Automations")]
+impl AutomationsApi {
+    /// Create an automation (version 1). The whole graph is checked at once: a problem with a
+    /// step, including a template, segment, topic, property or custom event that does not
+    /// resolve, is `422 validation_error` with one `errors[]` entry per step key.
+    #[oai(path = "/automations", method = "post", operation_id = "create-automation")]
+    async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateAutomation>) -> ApiResult<CreateResponse> {
+        let body = body.0;
+        let name = check_name(body.name.0.as_deref().ok_or_else(|| ApiError::missing_field("name"))?)?;
+        let status = check_status(body.status)?.unwrap_or("disabled");
+        let steps = body.steps.0.ok_or_else(|| ApiError::missing_field("steps"))?;
+        let connections = body.connections.0.ok_or_else(|| ApiError::missing_field("connections"))?;
+        let mut tx = state.pool.begin().await?;
+        let (trigger, steps, connections) = check_graph(&mut tx, caller.team_id, steps, connections).await?;
+        let id = automations::insert(&mut tx, caller.team_id, name, status, &trigger, &steps, &connections).await?;
+        tx.commit().await?;
+        Ok(CreateResponse::Created(Json(AutomationRef { object: "automation".into(), id: id.to_string() })))
+    }
+
+    /// List the team's automations, newest first, without their graphs.
+    #[oai(path = "/automations", method = "get", operation_id = "list-automations")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+        /// Only automations with this status.
+        status: Query<Option<Choice<AutomationStatus>>>,
+    ) -> ApiResult<Json<AutomationList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        if let Some(status) = status.0.as_ref().filter(|s| !AutomationStatus::allows(s.as_str())) {
+            return Err(ApiError::invalid_parameter("status", format!("must be enabled or disabled, not {:?}", status.as_str())));
+        }
+        let status = status.0.map(Choice::into_string);
+        let page = automations::list(&mut *state.pool.acquire().await?, caller.team_id, &page, status.as_deref()).await?;
+        Ok(Json(AutomationList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(|a| view(a, false)).collect() }))
+    }
+
+    /// Retrieve an automation with its current version's steps and connections.
+    #[oai(path = "/automations/:automation_id", method = "get", operation_id = "get-automation")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<AutomationView>> {
+        let automation = found(&mut *state.pool.acquire().await?, caller.team_id, &automation_id.0, false).await?;
+        Ok(Json(view(automation, true)))
+    }
+
+    /// Rename, enable or disable an automation; with `steps` and `connections` (both), write
+    /// the next version and publish it. Runs in flight keep the version they started on.
+    #[oai(path = "/automations/:automation_id", method = "patch", operation_id = "update-automation")]
+    async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>, body: Body<UpdateAutomation>) -> ApiResult<Json<Updated>> {
+        let body = body.0;
+        let name = body.name.as_deref().map(check_name).transpose()?;
+        let status = check_status(body.status)?;
+        let graph = match (body.steps, body.connections) {
+            (Some(steps), Some(connections)) => Some((steps, connections)),
+            (None, None) => None,
+            (Some(_), None) => return Err(ApiError::missing_field("connections")),
+            (None, Some(_)) => return Err(ApiError::missing_field("steps")),
+        };
+        let mut tx = state.pool.begin().await?;
+        let automation = found(&mut tx, caller.team_id, &automation_id.0, true).await?;
+        let checked = match graph {
+            Some((steps, connections)) => Some(check_graph(&mut tx, caller.team_id, steps, connections).await?),
+            None => None,
+        };
+        let graph = checked.as_ref().map(|(t, s, c)| (t, s, c));
+        automations::update(&mut tx, &automation, name, status, graph).await?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "automation".into(), id: automation.id.to_string() }))
+    }
+
+    /// Stop an automation: it is disabled and every running run is cancelled.
+    #[oai(path = "/automations/:automation_id/stop", method = "post", operation_id = "stop-automation")]
+    async fn stop(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<Updated>> {
+        let mut tx = state.pool.begin().await?;
+        let automation = found(&mut tx, caller.team_id, &automation_id.0, true).await?;
+        automations::stop(&mut tx, automation.id, false).await?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "automation".into(), id: automation.id.to_string() }))
+    }
+
+    /// Delete an automation: running runs are cancelled, and it answers 404 from then on.
+    #[oai(path = "/automations/:automation_id", method = "delete", operation_id = "delete-automation")]
+    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<Deleted>> {
+        let mut tx = state.pool.begin().await?;
+        let automation = found(&mut tx, caller.team_id, &automation_id.0, true).await?;
+        automations::stop(&mut tx, automation.id, true).await?;
+        tx.commit().await?;
+        Ok(Json(Deleted { object: "automation".into(), id: automation.id.to_string(), deleted: true }))
+    }
+
+    /// List an automation's runs, newest first.
+    #[oai(path = "/automations/:automation_id/runs", method = "get", operation_id = "list-automation-runs")]
+    #[allow(clippy::too_many_arguments)]
+    async fn runs(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        automation_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+        /// A comma-separated list of `running`, `completed`, `failed`, `cancelled`; any other
+        /// member is `422 invalid_parameter` naming it. Empty: every status.
+        status: Query<Option<String>>,
+    ) -> ApiResult<Json<RunList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let statuses = run_statuses(status.0.as_deref())?;
+        let mut conn = state.pool.acquire().await?;
+        let automation = found(&mut conn, caller.team_id, &automation_id.0, false).await?;
+        let page = automations::runs(&mut conn, automation.id, &page, &statuses).await?;
+        Ok(Json(RunList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(|r| run_view(r, None)).collect() }))
+    }
+
+    /// Retrieve a run with every step of its version in graph order, each with its state,
+    /// times and outcome.
+    #[oai(path = "/automations/:automation_id/runs/:run_id", method = "get", operation_id = "get-automation-run")]
+    async fn run(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>, run_id: Path<String>) -> ApiResult<Json<RunView>> {
+        let mut conn = state.pool.acquire().await?;
+        let automation = found(&mut conn, caller.team_id, &automation_id.0, false).await?;
+        let run_id = path_id(&run_id.0, "Run")?;
+        let run = automations::run(&mut conn, automation.id, run_id).await?.ok_or_else(|| ApiError::not_found("Run"))?;
+        let (steps, connections) = automations::version(&mut conn, automation.id, run.version).await?.ok_or_else(|| ApiError::not_found("Run"))?;
+        let graph = automation::parse(steps.as_array().map_or(&[], Vec::as_slice), connections.as_array().map_or(&[], Vec::as_slice), None)
+            .map_err(|_| anyhow::anyhow!("a stored version of automation {} does not parse", automation.id))?;
+        let records = automations::step_records(&mut conn, run.id).await?;
+        let steps = run_steps(&graph, &run, records);
+        Ok(Json(run_view(run, Some(steps))))
+    }
+}
+
+async fn found(conn: &mut sqlx::PgConnection, team_id: Uuid, raw: &str, lock: bool) -> ApiResult<Automation> {
+    let id = path_id(raw, "Automation")?;
+    automations::get(conn, team_id, id, lock).await?.ok_or_else(|| ApiError::not_found("Automation"))
+}
+
+fn check_name(name: &str) -> ApiResult<&str> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 200 {
+        return Err(ApiError::invalid_field("name", "must be 1 to 200 characters"));
+    }
+    Ok(name)
+}
+
+fn check_status(status: Option<Choice<AutomationStatus>>) -> ApiResult<Option<&'static str>> {
+    match status.as_ref().map(Choice::as_str) {
+        None => Ok(None),
+        Some("enabled") => Ok(Some("enabled")),
+        Some("disabled") => Ok(Some("disabled")),
+        Some(other) => Err(ApiError::invalid_field("status", format!("must be enabled or disabled, not {other:?}"))),
+    }
+}
+
+fn run_statuses(raw: Option<&str>) -> ApiResult<Vec<String>> {
+    let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else { return Ok(Vec::new()) };
+    raw.split(',')
+        .map(str::trim)
+        .map(|member| {
+            if RunStatus::allows(member) {
+                Ok(member.to_string())
+            } else {
+                Err(ApiError::invalid_parameter("status", format!("`{member}` is not a run status; use {}", RunStatus::VALUES.join(", "))))
+            }
+        })
+        .collect()
+}
+
+/// Checks a whole graph, shape and references, and answers its trigger and the steps and
+/// connections as stored. Every problem is reported at once: one `errors[]` entry per step
+/// key (a key's messages joined).
+async fn check_graph(conn: &mut sqlx::PgConnection, team_id: Uuid, steps: Vec<StepIn>, connections: Vec<ConnectionIn>) -> ApiResult<(Trigger, Value, Value)> {
+    let steps: Vec<Value> = steps
+        .into_iter()
+        .map(|s| json!({ "key": s.key, "type": s.kind.into_string(), "config": Value::Object(s.config.unwrap_or_default().into_iter().collect::<Map<_, _>>()) }))
+        .collect();
+    let connections: Vec<Value> = connections
+        .into_iter()
+        .map(|c| json!({ "from": c.from, "to": c.to, "type": c.kind.map_or_else(|| "default".to_string(), Choice::into_string) }))
+        .collect();
+    let parsed = automation::parse(&steps, &connections, Some(Utc::now()));
+    let (mut problems, references) = match &parsed {
+        Ok(graph) => (Vec::new(), check_references(conn, team_id, &graph.steps).await?),
+        Err(problems) => (problems.clone(), check_references(conn, team_id, &automation::steps(&steps)).await?),
+    };
+    problems.extend(references);
+    let graph = match parsed {
+        Ok(graph) if problems.is_empty() => graph,
+        _ => return Err(graph_error(problems)),
+    };
+    let Action::Trigger { event_name, segment_id, topic_id } = graph.trigger().action.clone() else { unreachable!("the trigger is a trigger") };
+    Ok((Trigger { event_name, segment_id, topic_id }, Value::Array(steps), Value::Array(connections)))
+}
+
+fn graph_error(problems: Vec<Problem>) -> ApiError {
+    let mut by_key: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut order = Vec::new();
+    for (key, why) in problems {
+        if !by_key.contains_key(&key) {
+            order.push(key.clone());
+        }
+        by_key.entry(key).or_default().push(why);
+    }
+    let message = format!("The automation's graph has problems at {} step{}.", order.len(), if order.len() == 1 { "" } else { "s" });
+    order.into_iter().fold(ApiError::refused(message), |error, key| {
+        let why = by_key[&key].join("; ");
+        error.with_error(key, why)
+    })
+}
+
+/// The references of a graph that do not resolve on the team: published templates (with a
+/// sender), segments, topics, declared properties in conditions and typed values in contact
+/// updates, and the trigger's custom event.
+async fn check_references(conn: &mut sqlx::PgConnection, team_id: Uuid, steps: &[automation::Step]) -> ApiResult<Vec<Problem>> {
+    let mut problems = Vec::new();
+    let template_keys: Vec<String> = steps
+        .iter()
+        .filter_map(|s| match &s.action {
+            Action::SendEmail { template, .. } => Some(template.clone()),
+            _ => None,
+        })
+        .collect();
+    let sendable = if template_keys.is_empty() { Vec::new() } else { templates::for_send(conn, team_id, &template_keys).await? };
+    let mut segment_ids = Vec::new();
+    let mut topic_ids = Vec::new();
+    for step in steps {
+        match &step.action {
+            Action::AddToSegment(id) => segment_ids.push(*id),
+            Action::Trigger { segment_id, topic_id, .. } => {
+                segment_ids.extend(segment_id);
+                topic_ids.extend(topic_id);
+            }
+            Action::TopicUpdate { topic_id, .. } => topic_ids.push(*topic_id),
+            _ => {}
+        }
+    }
+    let live_segments = segments::live_ids(conn, team_id, &segment_ids).await?;
+    let live_topics = topics::live_ids(conn, team_id, &topic_ids).await?;
+    let properties: BTreeMap<String, String> = contacts::properties(conn, team_id).await?.into_iter().map(|p| (p.key, p.kind)).collect();
+    for step in steps {
+        let key = step.key.clone();
+        match &step.action {
+            Action::Trigger { event_name, segment_id, topic_id } => {
+                if !automation::is_built_in(event_name) && custom_events::live_names(conn, team_id, std::slice::from_ref(event_name)).await?.is_empty() {
+                    problems.push((key.clone(), format!("`{event_name}` is not a custom event of the team (define it with POST /events)")));
+                }
+                if segment_id.is_some_and(|id| !live_segments.contains(&id)) {
+                    problems.push((key.clone(), "`config.segment_id` is not one of the team's segments".into()));
+                }
+                if topic_id.is_some_and(|id| !live_topics.contains(&id)) {
+                    problems.push((key, "`config.topic_id` is not one of the team's topics".into()));
+                }
+            }
+            Action::SendEmail { template, from, .. } => {
+                let found = sendable.iter().find(|t| t.id.to_string() == *template || t.alias.as_deref() == Some(template.as_str()));
+                match found {
+                    None => problems.push((key, format!("template `{template}` is not one of the team's templates"))),
+                    Some(t) if t.version.is_none() => {
+                        problems.push((key, format!("template `{template}` has only a draft; publish it first")))
+                    }
+                    Some(t) if from.is_none() && t.from_address.is_none() => {
+                        problems.push((key, "neither the step (`config.from`) nor the template's published version names a sender".into()))
+                    }
+                    Some(_) => {}
+                }
+            }
+            Action::Condition(filter) => {
+                if let Err(found) = segments::check_filter(conn, team_id, filter).await? {
+                    let why = found.into_iter().map(|(path, why)| format!("{}: {why}", path.replacen("filter", "config", 1))).collect::<Vec<_>>();
+                    problems.push((key, why.join("; ")));
+                }
+            }
+            Action::ContactUpdate(change) => {
+                for (property, value) in &change.properties {
+                    let Some(kind) = properties.get(property) else { continue };
+                    let fits = match kind.as_str() {
+                        "number" => value.is_number() || value.is_null(),
+                        "boolean" => value.is_boolean() || value.is_null(),
+                        _ => value.is_string() || value.is_null(),
+                    };
+                    if !fits {
+                        problems.push((key.clone(), format!("`config.properties.{property}` must be a {kind}, the property's type")));
+                    }
+                }
+            }
+            Action::AddToSegment(id) if !live_segments.contains(id) => {
+                problems.push((key, "`config.segment_id` is not one of the team's segments".into()))
+            }
+            Action::TopicUpdate { topic_id, .. } if !live_topics.contains(topic_id) => {
+                problems.push((key, "`config.topic_id` is not one of the team's topics".into()))
+            }
+            _ => {}
+        }
+    }
+    Ok(problems)
+}
+
+fn view(automation: Automation, with_graph: bool) -> AutomationView {
+    let (steps, connections) = if with_graph {
+        let steps = automation.steps.as_array().cloned().unwrap_or_default().into_iter().map(|s| StepView {
+            key: s["key"].as_str().unwrap_or_default().to_string(),
+            kind: Choice::new(s["type"].as_str().unwrap_or_default()),
+            config: s["config"].as_object().map(|m| m.clone().into_iter().collect()).unwrap_or_default(),
+        });
+        let connections = automation.connections.as_array().cloned().unwrap_or_default().into_iter().map(|c| ConnectionView {
+            from: c["from"].as_str().unwrap_or_default().to_string(),
+            to: c["to"].as_str().unwrap_or_default().to_string(),
+            kind: Choice::new(c["type"].as_str().unwrap_or("default")),
+        });
+        (Some(steps.collect()), Some(connections.collect()))
+    } else {
+        (None, None)
+    };
+    AutomationView {
+        object: "automation".into(),
+        id: automation.id.to_string(),
+        name: automation.name,
+        status: Choice::new(automation.status),
+        version: automation.current_version,
+        trigger: automation.trigger_event,
+        steps,
+        connections,
+        created_at: automation.created_at,
+        updated_at: automation.updated_at,
+    }
+}
+
+fn run_view(run: Run, steps: Option<Vec<RunStepView>>) -> RunView {
+    RunView {
+        object: "automation_run".into(),
+        id: run.id.to_string(),
+        automation_id: run.automation_id.to_string(),
+        status: Choice::new(run.status),
+        version: run.version,
+        contact_id: run.contact_id.to_string(),
+        trigger: run.trigger_event,
+        event_id: run.event_id.map(|id| id.to_string()).into(),
+        error: run.error.into(),
+        created_at: run.created_at,
+        completed_at: run.completed_at.into(),
+        steps,
+    }
+}
+
+/// Every step of the run's version in graph order, with what the run recorded at it.
+fn run_steps(graph: &Graph, run: &Run, mut records: Vec<StepRecord>) -> Vec<RunStepView> {
+    graph
+        .order()
+        .into_iter()
+        .map(|step| {
+            let record = records.iter().position(|r| r.key == step.key).map(|i| records.swap_remove(i));
+            let (status, started_at, completed_at, outcome) = match record {
+                Some(r) => (r.status, Some(r.started_at), r.completed_at, r.outcome.as_object().map(|m| m.clone().into_iter().collect())),
+                None if run.status == "running" => ("pending".to_string(), None, None, None),
+                None => ("skipped".to_string(), None, None, None),
+            };
+            RunStepView {
+                key: step.key.clone(),
+                kind: Choice::new(step.kind.clone()),
+                status: Choice::new(status),
+                started_at: started_at.into(),
+                completed_at: completed_at.into(),
+                outcome: outcome.into(),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,4 @@
+//! Automations and the custom events that start them.
+
+pub mod automations;
+pub mod events;

@@ -1,0 +1,675 @@
+//! Accepting sends: a request body becomes a [`NewEmail`] (every rule of document B's send
+//! table, one `errors[]` entry per failing field), is authorized (verified from-domain, key pin,
+//! sandbox), and is committed with its recipients, events, quota count and delivery job in one
+//! transaction.
+
+use crate::http::error::{ApiError, ApiResult, FieldError};
+use crate::http::fields::Required;
+use crate::state::Caller;
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem_openapi::{Object, Union};
+use schema::domain::DomainStatus;
+use schema::email::{self as rules, Mailbox};
+use schema::jobs::Deliver;
+use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
+use schema::store::events::{self, NewEvent};
+use schema::store::{domains, emails, sending, usage};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sqlx::PgConnection;
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, SystemTime};
+use uuid::Uuid;
+
+/// One address or a list of them.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum Addresses {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Addresses {
+    pub fn into_vec(self) -> Vec<String> {
+        match self {
+            Addresses::One(one) => vec![one],
+            Addresses::Many(many) => many,
+        }
+    }
+}
+
+/// An attachment: `filename` and exactly one of `content` (base64) or `path` (https URL).
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct AttachmentIn {
+    /// The file name shown to the recipient.
+    pub filename: Option<String>,
+    /// The file's bytes: base64 text, or an array of byte values (0 to 255) as the Resend
+    /// SDKs may send them.
+    pub content: Option<AttachmentContent>,
+    /// An https URL Herald fetches (at most 40 MB, 10 seconds; never a loopback, private or
+    /// link-local address).
+    pub path: Option<String>,
+    /// The MIME type; guessed from the file name when omitted.
+    pub content_type: Option<String>,
+    /// Makes the attachment inline, referenced from the HTML as `cid:<content_id>`.
+    pub content_id: Option<String>,
+}
+
+/// An attachment's bytes: base64 text (whitespace ignored) or an array of byte values.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum AttachmentContent {
+    Base64(String),
+    Bytes(Vec<u8>),
+}
+
+/// A tag: `{ name, value }`.
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct TagIn {
+    /// 1 to 252 characters of A-Z, a-z, 0-9, `_`, `-`.
+    #[oai(validator(max_length = 252, pattern = "^[A-Za-z0-9_-]+$"))]
+    pub name: Required<String>,
+    /// 1 to 256 characters of A-Z, a-z, 0-9, `_`, `-`.
+    #[oai(validator(max_length = 256, pattern = "^[A-Za-z0-9_-]+$"))]
+    pub value: Required<String>,
+}
+
+/// Body of `POST /emails` (and each item of `POST /emails/batch`).
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct SendEmail {
+    /// `address` or `Name <address>` on a domain verified by the team; required unless the
+    /// template supplies it.
+    pub from: Option<String>,
+    /// Recipients; `to`, `cc` and `bcc` together at most 50.
+    pub to: Required<Addresses>,
+    pub cc: Option<Addresses>,
+    pub bcc: Option<Addresses>,
+    /// Reply-To addresses (not counted toward the recipient cap).
+    pub reply_to: Option<Addresses>,
+    /// One line, at most 998 bytes of UTF-8; required unless the template supplies it.
+    pub subject: Option<String>,
+    /// HTML body; `html` and `text` together at most 2 MB; at least one is required.
+    pub html: Option<String>,
+    /// Plain-text body.
+    pub text: Option<String>,
+    /// ISO 8601 instant or a phrase (`in 2 hours`, `tomorrow at 9am`), read as UTC, 1 minute
+    /// to 30 days ahead.
+    pub scheduled_at: Option<String>,
+    /// Custom headers, name to value; reserved headers are refused.
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Up to 100 attachments.
+    #[oai(validator(max_items = 100))]
+    pub attachments: Option<Vec<AttachmentIn>>,
+    /// Up to 50 tags with unique names.
+    #[oai(validator(max_items = 50))]
+    pub tags: Option<Vec<TagIn>>,
+    /// A published template (by id or alias) that supplies `html` and `text` and, when the
+    /// send leaves them out, `subject`, `from` and `reply_to`. Not combinable with `html` or
+    /// `text`.
+    pub template: Option<TemplateIn>,
+    /// Not in the document: reserved for a later release, so a send carrying it is
+    /// `422 invalid_parameter`.
+    #[oai(skip)]
+    pub topic_id: Option<String>,
+    /// The template version the body was rendered from (set by [`apply_templates`]).
+    #[oai(skip)]
+    #[serde(skip)]
+    pub rendered_from: Option<(Uuid, i32)>,
+}
+
+/// The template of a send.
+#[derive(Object, Deserialize, Debug, Clone)]
+pub struct TemplateIn {
+    /// The template's id or alias.
+    pub id: Required<String>,
+    /// Declared keys to a string or number (at most 2,000 characters); a key left out takes
+    /// its `fallback_value`.
+    pub variables: Option<BTreeMap<String, VariableValue>>,
+}
+
+/// A template variable's value in a send.
+#[derive(Union, Deserialize, Debug, Clone)]
+#[serde(untagged)]
+#[oai(one_of)]
+pub enum VariableValue {
+    Text(String),
+    Number(f64),
+}
+
+impl VariableValue {
+    fn into_json(self) -> Value {
+        match self {
+            VariableValue::Text(text) => Value::String(text),
+            // Whole numbers print without a decimal point.
+            VariableValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => json!(n as i64),
+            VariableValue::Number(n) => json!(n),
+        }
+    }
+}
+
+/// A send that passed the body rules, before authorization.
+#[derive(Debug)]
+pub struct ParsedSend {
+    template: Option<(Uuid, i32)>,
+    from: Mailbox,
+    from_header: String,
+    recipients: Vec<(&'static str, String, Mailbox)>,
+    reply_to: Vec<String>,
+    subject: String,
+    html: Option<String>,
+    text: Option<String>,
+    scheduled_at: Option<DateTime<Utc>>,
+    headers: BTreeMap<String, String>,
+    tags: BTreeMap<String, String>,
+    attachments: Vec<PendingAttachment>,
+}
+
+#[derive(Debug)]
+struct PendingAttachment {
+    filename: String,
+    content_type: String,
+    content_id: Option<String>,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    Bytes(Vec<u8>),
+    Url(String),
+}
+
+/// One problem found in a body.
+pub struct Problem {
+    status: StatusCode,
+    name: &'static str,
+    path: String,
+    message: String,
+}
+
+/// Collects problems; the answer takes the status and name of the first.
+struct Problems {
+    prefix: String,
+    list: Vec<Problem>,
+}
+
+impl Problems {
+    fn add(&mut self, status: StatusCode, name: &'static str, path: &str, message: impl Into<String>) {
+        self.list.push(Problem { status, name, path: format!("{}{path}", self.prefix), message: message.into() });
+    }
+    fn missing(&mut self, path: &str) {
+        self.add(StatusCode::UNPROCESSABLE_ENTITY, "missing_required_field", path, "is required");
+    }
+    fn invalid(&mut self, path: &str, message: impl Into<String>) {
+        self.add(StatusCode::BAD_REQUEST, "validation_error", path, message);
+    }
+    fn attachment(&mut self, path: &str, message: impl Into<String>) {
+        self.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", path, message);
+    }
+}
+
+/// Applies the body rules to one send (`index` names it inside a batch).
+pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Result<ParsedSend, Vec<Problem>> {
+    let mut p = Problems { prefix: index.map(|i| format!("[{i}].")).unwrap_or_default(), list: Vec::new() };
+    if body.from.is_none() {
+        p.missing("from");
+    }
+    if body.to.is_none() {
+        p.missing("to");
+    }
+    if body.subject.is_none() {
+        p.missing("subject");
+    }
+    if body.html.is_none() && body.text.is_none() {
+        p.missing("html");
+    }
+    if body.topic_id.is_some() {
+        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "topic_id", "is reserved for a later release");
+    }
+    let from = body.from.as_deref().and_then(|raw| Mailbox::parse(raw).map_err(|m| p.invalid("from", m)).ok());
+    let mut recipients = Vec::new();
+    for (kind, list) in [("to", body.to.0), ("cc", body.cc), ("bcc", body.bcc)] {
+        for (i, raw) in list.map(Addresses::into_vec).unwrap_or_default().into_iter().enumerate() {
+            match Mailbox::parse(&raw) {
+                Ok(mailbox) => recipients.push((kind, raw.trim().to_string(), mailbox)),
+                Err(message) => p.invalid(&format!("{kind}[{i}]"), message),
+            }
+        }
+    }
+    if recipients.len() > rules::MAX_RECIPIENTS {
+        p.invalid("to", format!("`to`, `cc` and `bcc` together take at most {} addresses", rules::MAX_RECIPIENTS));
+    }
+    let mut reply_to = Vec::new();
+    for (i, raw) in body.reply_to.map(Addresses::into_vec).unwrap_or_default().into_iter().enumerate() {
+        match Mailbox::parse(&raw) {
+            Ok(mailbox) => reply_to.push(mailbox.header_form()),
+            Err(message) => p.invalid(&format!("reply_to[{i}]"), message),
+        }
+    }
+    if let Some(subject) = &body.subject
+        && let Err(message) = rules::check_subject(subject)
+    {
+        p.invalid("subject", message);
+    }
+    let body_bytes = body.html.as_ref().map_or(0, String::len) + body.text.as_ref().map_or(0, String::len);
+    if body_bytes > rules::MAX_BODY_BYTES {
+        p.invalid("html", "`html` and `text` together must be at most 2 MB");
+    }
+    let scheduled_at = body.scheduled_at.as_deref().and_then(|raw| {
+        schema::when::parse_scheduled_at(raw, now).map_err(|e| p.invalid("scheduled_at", e.message())).ok()
+    });
+    let headers = body.headers.unwrap_or_default();
+    for (name, value) in &headers {
+        if let Err(message) = rules::check_header(name, value) {
+            p.invalid(&format!("headers.{name}"), message);
+        }
+    }
+    let mut tags = BTreeMap::new();
+    let tag_list = body.tags.unwrap_or_default();
+    if tag_list.len() > rules::MAX_TAGS {
+        p.invalid("tags", format!("at most {} tags", rules::MAX_TAGS));
+    }
+    for (i, tag) in tag_list.into_iter().enumerate() {
+        let (Some(name), Some(value)) = (tag.name.0, tag.value.0) else {
+            p.missing(&format!("tags[{i}].name"));
+            continue;
+        };
+        if let Err(message) = rules::check_tag(&name, &value) {
+            p.invalid(&format!("tags[{i}]"), message);
+        } else if tags.insert(name.clone(), value).is_some() {
+            p.invalid(&format!("tags[{i}].name"), format!("`{name}` is used twice"));
+        }
+    }
+    let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
+    if body.template.is_some() && body.rendered_from.is_none() {
+        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "template", "could not be applied");
+    }
+    if !p.list.is_empty() {
+        return Err(p.list);
+    }
+    let from = from.expect("checked above");
+    Ok(ParsedSend {
+        from_header: from.header_form(),
+        from,
+        recipients,
+        reply_to,
+        subject: body.subject.unwrap_or_default(),
+        html: body.html,
+        text: body.text,
+        scheduled_at,
+        headers,
+        tags,
+        attachments,
+        template: body.rendered_from,
+    })
+}
+
+/// Renders the templates named by sends into their bodies (one statement loads them all):
+/// `html` and `text`, and `subject`, `from` and `reply_to` where the send left them out.
+/// Answers each send's problems (empty when it is fine); `indexed` prefixes paths with the
+/// send's index in a batch.
+pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut [SendEmail], indexed: bool) -> ApiResult<Vec<Vec<Problem>>> {
+    let mut problems: Vec<Vec<Problem>> = sends.iter().map(|_| Vec::new()).collect();
+    if sends.iter().all(|s| s.template.is_none()) {
+        return Ok(problems);
+    }
+    let keys: Vec<String> = sends.iter().filter_map(|s| s.template.as_ref()?.id.0.clone()).collect();
+    let found = if keys.is_empty() { Vec::new() } else { schema::store::templates::for_send(conn, team_id, &keys).await? };
+    for (i, send) in sends.iter_mut().enumerate() {
+        let Some(template) = send.template.clone() else { continue };
+        let mut p = Problems { prefix: if indexed { format!("[{i}].") } else { String::new() }, list: Vec::new() };
+        for (given, path) in [(send.html.is_some(), "html"), (send.text.is_some(), "text")] {
+            if given {
+                p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", path, "cannot be sent with `template`: the template supplies it");
+            }
+        }
+        let Some(key) = template.id.0.as_deref() else {
+            p.missing("template.id");
+            problems[i] = p.list;
+            continue;
+        };
+        let Some(stored) = found.iter().find(|t| t.id.to_string() == key || t.alias.as_deref() == Some(key)) else {
+            p.add(StatusCode::NOT_FOUND, "not_found", "template.id", format!("no live template of the team has the id or alias `{key}`"));
+            problems[i] = p.list;
+            continue;
+        };
+        if !p.list.is_empty() {
+            problems[i] = p.list;
+            continue;
+        }
+        let given: serde_json::Map<String, Value> = template.variables.unwrap_or_default().into_iter().map(|(k, v)| (k, v.into_json())).collect();
+        match crate::routes::templates::content::render_send(stored, &given, &p.prefix) {
+            Ok(rendered) => {
+                send.html = rendered.html;
+                send.text = rendered.text;
+                if send.subject.is_none() {
+                    send.subject = rendered.subject;
+                }
+                if send.from.is_none() {
+                    send.from = rendered.from;
+                }
+                if send.reply_to.is_none() {
+                    send.reply_to = rendered.reply_to.map(Addresses::Many);
+                }
+                send.rendered_from = Some((rendered.template_id, rendered.version));
+            }
+            Err(problem) => {
+                problems[i] = vec![Problem { status: problem.status, name: problem.name, path: problem.path, message: problem.message }];
+            }
+        }
+    }
+    Ok(problems)
+}
+
+/// One error for the problems of a send (or a whole batch): the first problem's status and
+/// name, the message naming its field, and every problem of that name in `errors[]`.
+pub fn problems_error(problems: Vec<Problem>) -> ApiError {
+    let Some(first) = problems.first() else { return ApiError::invalid_field("body", "is invalid") };
+    let message = if first.name == "missing_required_field" {
+        format!("Missing `{}` field.", first.path)
+    } else {
+        format!("Invalid `{}`: {}", first.path, first.message)
+    };
+    let mut error = ApiError::new(first.status, first.name, message);
+    error.errors = problems
+        .iter()
+        .filter(|p| p.name == first.name)
+        .map(|p| FieldError { path: p.path.clone(), message: p.message.clone() })
+        .collect();
+    error
+}
+
+fn parse_attachments(list: Vec<AttachmentIn>, p: &mut Problems) -> Vec<PendingAttachment> {
+    if list.len() > rules::MAX_ATTACHMENTS {
+        p.attachment("attachments", format!("at most {} attachments", rules::MAX_ATTACHMENTS));
+        return Vec::new();
+    }
+    let mut total = 0usize;
+    let mut out = Vec::new();
+    for (i, attachment) in list.into_iter().enumerate() {
+        let path = format!("attachments[{i}]");
+        let Some(filename) = attachment.filename else {
+            p.attachment(&format!("{path}.filename"), "is required");
+            continue;
+        };
+        if let Err(message) = rules::check_filename(&filename) {
+            p.attachment(&format!("{path}.filename"), message);
+            continue;
+        }
+        let source = match (attachment.content, attachment.path) {
+            (Some(_), Some(_)) => {
+                p.attachment(&path, "give either `content` or `path`, not both");
+                continue;
+            }
+            (None, None) => {
+                p.attachment(&path, "needs `content` (base64) or `path` (an https URL)");
+                continue;
+            }
+            (Some(AttachmentContent::Bytes(bytes)), None) => {
+                total += bytes.len();
+                Source::Bytes(bytes)
+            }
+            (Some(AttachmentContent::Base64(content)), None) => {
+                let cleaned: String = content.chars().filter(|c| !c.is_whitespace()).collect();
+                match base64::engine::general_purpose::STANDARD.decode(cleaned.as_bytes()) {
+                    Ok(bytes) => {
+                        total += bytes.len();
+                        Source::Bytes(bytes)
+                    }
+                    Err(_) => {
+                        p.attachment(&format!("{path}.content"), "is not valid base64");
+                        continue;
+                    }
+                }
+            }
+            (None, Some(url)) => match check_url(&url) {
+                Ok(()) => Source::Url(url),
+                Err(message) => {
+                    p.attachment(&format!("{path}.path"), message);
+                    continue;
+                }
+            },
+        };
+        let content_type = attachment.content_type.unwrap_or_else(|| rules::content_type_for(&filename).to_string());
+        if let Err(message) = rules::check_content_type(&content_type) {
+            p.attachment(&format!("{path}.content_type"), message);
+            continue;
+        }
+        if let Some(content_id) = &attachment.content_id
+            && let Err(message) = rules::check_content_id(content_id)
+        {
+            p.attachment(&format!("{path}.content_id"), message);
+            continue;
+        }
+        out.push(PendingAttachment { filename, content_type, content_id: attachment.content_id, source });
+    }
+    if total > rules::MAX_ATTACHMENT_BYTES {
+        p.attachment("attachments", "attachments together must be at most 40 MB");
+    }
+    out
+}
+
+/// An attachment URL must be https with a host.
+fn check_url(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
+    if parsed.scheme() != "https" {
+        return Err("must be an https URL".into());
+    }
+    if parsed.host_str().is_none_or(str::is_empty) {
+        return Err("must name a host".into());
+    }
+    Ok(())
+}
+
+
+/// How attachment `path`s are fetched: by default only from public addresses, trusting the
+/// public roots; operators may allow private addresses and add their own CA.
+#[derive(Clone, Default)]
+pub struct Fetcher {
+    pub allow_private: bool,
+    pub extra_roots: Vec<reqwest::Certificate>,
+}
+
+impl Fetcher {
+    /// From `HERALD_ATTACHMENT_ALLOW_PRIVATE` and `HERALD_ATTACHMENT_CA_FILE`.
+    pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Self> {
+        let extra_roots = match &config.attachment_ca_file {
+            Some(path) => {
+                let pem = std::fs::read(path).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?;
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?
+            }
+            None => Vec::new(),
+        };
+        Ok(Self { allow_private: config.attachment_allow_private, extra_roots })
+    }
+
+    /// Fetches an attachment: the host's every address must be public (unless allowed), the
+    /// connection is pinned to the checked address, no redirects, at most 40 MB within 10
+    /// seconds.
+    async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
+        let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
+        let port = parsed.port_or_known_default().unwrap_or(443);
+        let addresses = schema::net::resolve_public(&host, port, self.allow_private).await?;
+        let first = addresses[0];
+        let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).resolve(&host, first);
+        for root in &self.extra_roots {
+            client = client.add_root_certificate(root.clone());
+        }
+        let client = client.build().map_err(|e| e.to_string())?;
+        let mut response = client.get(parsed).send().await.map_err(|e| format!("could not be fetched: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("could not be fetched: the server answered {}", response.status()));
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| format!("could not be fetched: {e}"))? {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() > rules::MAX_ATTACHMENT_BYTES {
+                return Err("is larger than 40 MB".into());
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+/// What authorizing a request's sends needs, read in one statement before its transaction:
+/// the team's sandbox regions and verified domains, the senders' domains, and which recipients
+/// are suppressed (with their origin).
+pub struct TeamFacts {
+    pub sandbox_regions: Vec<String>,
+    pub verified_domains: Vec<String>,
+    pub domains: HashMap<String, domains::Domain>,
+    pub suppressed: HashMap<String, String>,
+    /// Whether this server runs as `development`, where the development sender works.
+    pub development: bool,
+}
+
+/// Loads the facts for these parsed sends (`development`: the server's `HERALD_ENV` is
+/// `development`).
+pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedSend], development: bool) -> ApiResult<TeamFacts> {
+    let mut from_domains: Vec<String> = sends.iter().map(|s| s.from.domain().to_string()).collect();
+    from_domains.sort();
+    from_domains.dedup();
+    let recipients: Vec<String> = sends.iter().flat_map(|s| s.recipients.iter().map(|(_, _, mailbox)| mailbox.key())).collect();
+    let context = sending::context(conn, team_id, &from_domains, &recipients).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+    Ok(TeamFacts {
+        sandbox_regions: context.sandbox_regions,
+        verified_domains: context.verified_domains,
+        domains: context.domains.into_iter().map(|d| (d.name.clone(), d)).collect(),
+        suppressed: context.suppressed.into_iter().collect(),
+        development,
+    })
+}
+
+/// Authorizes a parsed send (from-domain verified on the team, the key's pin, the sandbox),
+/// marks its suppressed recipients, fetches its URL attachments, and builds the row to insert.
+pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fetcher: &Fetcher, index: Option<usize>) -> ApiResult<NewEmail> {
+    let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
+    let from_domain = send.from.domain().to_string();
+    if from_domain == domains::DEV_SENDER_DOMAIN && !facts.development {
+        return Err(ApiError::not_allowed(format!(
+            "{from_domain} is Herald's development sender: it works only while the server runs with HERALD_ENV=development, and its mail never leaves the machine. Send from a domain of your own: add it with `POST /domains` and verify it with `POST /domains/{{id}}/verify`."
+        ))
+        .with_error(format!("{prefix}from"), "the development sender works only in development"));
+    }
+    let domain = facts
+        .domains
+        .get(&from_domain)
+        .filter(|d| d.status == DomainStatus::Verified && d.sending_enabled)
+        .ok_or_else(|| {
+            ApiError::not_allowed(crate::routes::domains::not_sendable(&from_domain, facts.domains.get(&from_domain)))
+            .with_error(format!("{prefix}from"), "the domain is not verified on this team")
+        })?;
+    if caller.domain_id.is_some_and(|pinned| pinned != domain.id) {
+        return Err(ApiError::not_allowed(format!("This API key can only send from its own domain, not {from_domain}."))
+            .with_error(format!("{prefix}from"), "the key is pinned to another domain"));
+    }
+    let region = domain.region.as_str().to_string();
+    // The development sender's mail stays in the local outbox, so the sandbox has nothing to guard.
+    if facts.sandbox_regions.contains(&region)
+        && !domain.development
+        && let Some((_, _, refused)) = send.recipients.iter().find(|(_, _, mailbox)| !schema::email::sandbox_allows(mailbox, &facts.verified_domains))
+    {
+        return Err(ApiError::not_allowed(format!(
+            "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
+            refused.address
+        ))
+        .with_details(json!({ "recipient": refused.address, "region": region, "allowed": ["verified_domain", "simulator"] })));
+    }
+    let mut attachments = Vec::with_capacity(send.attachments.len());
+    for (i, pending) in send.attachments.into_iter().enumerate() {
+        let content = match pending.source {
+            Source::Bytes(bytes) => bytes,
+            Source::Url(url) => fetcher.fetch(&url).await.map_err(|message| {
+                let path = format!("{prefix}attachments[{i}].path");
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", format!("Invalid `{path}`: {message}"))
+                    .with_error(path, message)
+            })?,
+        };
+        attachments.push(NewAttachment {
+            id: schema::ids::new_id(),
+            filename: pending.filename,
+            content_type: pending.content_type,
+            content_id: pending.content_id,
+            content,
+        });
+    }
+    let id = schema::ids::new_id();
+    let size = send.html.as_ref().map_or(0, String::len)
+        + send.text.as_ref().map_or(0, String::len)
+        + attachments.iter().map(|a| a.content.len()).sum::<usize>();
+    Ok(NewEmail {
+        id,
+        team_id: caller.team_id,
+        api_key_id: caller.key_id,
+        domain_id: domain.id,
+        from_header: send.from_header,
+        from_email: send.from.key(),
+        subject: send.subject,
+        html: send.html,
+        text: send.text,
+        reply_to: send.reply_to,
+        headers: json!(send.headers),
+        tags: json!(send.tags),
+        message_id: format!("{id}@{}", domain.name),
+        scheduled_at: send.scheduled_at,
+        size_bytes: size.min(i32::MAX as usize) as i32,
+        created_at: Utc::now(),
+        template: send.template,
+        broadcast_id: None,
+        recipients: send
+            .recipients
+            .into_iter()
+            .map(|(kind, address, mailbox)| {
+                let email = mailbox.key();
+                let suppressed = facts.suppressed.get(&email).cloned();
+                NewRecipient { kind, address, email, suppressed }
+            })
+            .collect(),
+        attachments,
+    })
+}
+
+/// Commits accepted sends: rows and the quota counter (one statement), `email.scheduled` and
+/// `email.suppressed` events, and one delivery job per email with something to deliver. Over a
+/// quota, the transaction is dropped, so nothing is written.
+pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
+    let count = usage::Count { team_id, emails: emails.len() as i32, now };
+    let usage = emails::insert_many(conn, &emails, Some(count)).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+    let mut new_events = Vec::new();
+    let mut jobs = Vec::new();
+    for email in &emails {
+        if let Some(at) = email.scheduled_at {
+            let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
+            new_events.push(event(email, "email.scheduled", email.event_data(&to, None)));
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
+        } else if !email.all_suppressed() {
+            jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
+        }
+        new_events.extend(email.suppressed_events());
+    }
+    events::emit(conn, &new_events).await?;
+    schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
+    if usage.over_daily() {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "daily_quota_exceeded",
+            "The team's daily sending quota is used up; it resets at 00:00 UTC.",
+        ));
+    }
+    if usage.over_monthly() {
+        return Err(ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            "monthly_quota_exceeded",
+            "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
+        ));
+    }
+    Ok(emails.iter().map(|e| e.id).collect())
+}
+
+fn event(email: &NewEmail, event_type: &'static str, data: Value) -> NewEvent {
+    NewEvent { team_id: email.team_id, event_type, data, email_id: Some(email.id) }
+}

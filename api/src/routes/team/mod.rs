@@ -1,0 +1,4 @@
+//! The team's profile: name, sender identity, brand kit and its uploaded images.
+
+pub mod brand_assets;
+pub mod profile;

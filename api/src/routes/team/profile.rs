@@ -1,0 +1,426 @@
+//! The team profile: its plan and limits, sending tier, sender identity (the postal address
+//! every marketing message carries) and brand kit (the defaults templates draw with).
+
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::fields::{Choice, Choices, Nullable};
+use crate::routes::Tag;
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::payload::Json;
+use poem_openapi::types::MaybeUndefined;
+use poem_openapi::Object;
+use schema::model::RiskState;
+use schema::store::teams::{self, ProfileChange, Team};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub struct TeamApi;
+
+crate::choices! {
+    /// The sending tier's name, from 0 to 3: `new`, `verified`, `paid`, `trusted`.
+    TierName = &["new", "verified", "paid", "trusted"];
+    /// What raises the sending tier next: `verify_domain`, `add_payment_method` or `operator_review`.
+    NextUnlock = &["verify_domain", "add_payment_method", "operator_review"];
+    /// The brand font: `system`, `helvetica`, `arial`, `verdana`, `georgia`, `times` or `courier`.
+    Font = &["system", "helvetica", "arial", "verdana", "georgia", "times", "courier"];
+    /// The button shape: `square`, `rounded` or `pill`.
+    ButtonStyle = &["square", "rounded", "pill"];
+    /// An officially assigned ISO 3166-1 alpha-2 country code, upper case.
+    Country = &[
+        "AD", "AE", "AF", "AG", "AI", "AL", "AM", "AO", "AQ", "AR", "AS", "AT", "AU", "AW", "AX", "AZ", "BA", "BB", "BD", "BE",
+        "BF", "BG", "BH", "BI", "BJ", "BL", "BM", "BN", "BO", "BQ", "BR", "BS", "BT", "BV", "BW", "BY", "BZ", "CA", "CC", "CD",
+        "CF", "CG", "CH", "CI", "CK", "CL", "CM", "CN", "CO", "CR", "CU", "CV", "CW", "CX", "CY", "CZ", "DE", "DJ", "DK", "DM",
+        "DO", "DZ", "EC", "EE", "EG", "EH", "ER", "ES", "ET", "FI", "FJ", "FK", "FM", "FO", "FR", "GA", "GB", "GD", "GE", "GF",
+        "GG", "GH", "GI", "GL", "GM", "GN", "GP", "GQ", "GR", "GS", "GT", "GU", "GW", "GY", "HK", "HM", "HN", "HR", "HT", "HU",
+        "ID", "IE", "IL", "IM", "IN", "IO", "IQ", "IR", "IS", "IT", "JE", "JM", "JO", "JP", "KE", "KG", "KH", "KI", "KM", "KN",
+        "KP", "KR", "KW", "KY", "KZ", "LA", "LB", "LC", "LI", "LK", "LR", "LS", "LT", "LU", "LV", "LY", "MA", "MC", "MD", "ME",
+        "MF", "MG", "MH", "MK", "ML", "MM", "MN", "MO", "MP", "MQ", "MR", "MS", "MT", "MU", "MV", "MW", "MX", "MY", "MZ", "NA",
+        "NC", "NE", "NF", "NG", "NI", "NL", "NO", "NP", "NR", "NU", "NZ", "OM", "PA", "PE", "PF", "PG", "PH", "PK", "PL", "PM",
+        "PN", "PR", "PS", "PT", "PW", "PY", "QA", "RE", "RO", "RS", "RU", "RW", "SA", "SB", "SC", "SD", "SE", "SG", "SH", "SI",
+        "SJ", "SK", "SL", "SM", "SN", "SO", "SR", "SS", "ST", "SV", "SX", "SY", "SZ", "TC", "TD", "TF", "TG", "TH", "TJ", "TK",
+        "TL", "TM", "TN", "TO", "TR", "TT", "TV", "TW", "TZ", "UA", "UG", "UM", "US", "UY", "UZ", "VA", "VC", "VE", "VG", "VI",
+        "VN", "VU", "WF", "WS", "YE", "YT", "ZA", "ZM", "ZW",
+    ];
+}
+
+/// Longest sender name.
+const MAX_SENDER_NAME: usize = 200;
+/// Longest postal address line, company name or brand address.
+const MAX_LINE: usize = 200;
+/// Longest footer text.
+const MAX_FOOTER: usize = 500;
+/// Longest logo URL.
+const MAX_URL: usize = 2048;
+
+/// A plan's limits.
+#[derive(Object)]
+pub struct PlanLimits {
+    /// Emails a month the plan includes.
+    pub included_emails: i32,
+    /// Emails a day, or `null` for no daily cap.
+    pub daily_cap: Nullable<i32>,
+    pub domain_limit: i32,
+    pub webhook_endpoint_limit: i32,
+    /// Days logs and events are kept.
+    pub retention_days: i32,
+}
+
+/// The team's plan.
+#[derive(Object)]
+pub struct PlanView {
+    pub code: String,
+    pub name: String,
+    pub limits: PlanLimits,
+}
+
+/// The team's postal address.
+#[derive(Object, Deserialize, Serialize, Clone)]
+pub struct PostalAddress {
+    pub line1: String,
+    pub line2: Nullable<String>,
+    pub city: String,
+    pub state: Nullable<String>,
+    pub postal_code: Nullable<String>,
+    /// ISO 3166-1 alpha-2, upper case.
+    pub country: Choice<Country>,
+}
+
+/// A postal address sent in `PATCH /team`: `line1`, `city` and `country` are required.
+#[derive(Object, Deserialize)]
+pub struct PostalAddressInput {
+    /// 1 to 200 characters, one line.
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+    pub line1: String,
+    /// Up to 200 characters, one line.
+    #[oai(validator(max_length = 200))]
+    pub line2: Option<String>,
+    /// 1 to 200 characters, one line.
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+    pub city: String,
+    /// Up to 200 characters, one line.
+    #[oai(validator(max_length = 200))]
+    pub state: Option<String>,
+    /// Up to 200 characters, one line.
+    #[oai(validator(max_length = 200))]
+    pub postal_code: Option<String>,
+    /// ISO 3166-1 alpha-2, upper case (`US`, `DE`).
+    pub country: Choice<Country>,
+}
+
+/// Who the team's mail says it is from, and where it can be reached by post.
+#[derive(Object)]
+pub struct SenderIdentity {
+    pub sender_name: Nullable<String>,
+    pub postal_address: Nullable<PostalAddress>,
+}
+
+/// The brand templates draw with; `null` fields use Herald's plain default.
+#[derive(Object, Deserialize, Serialize, Clone)]
+pub struct BrandKit {
+    /// An `https` URL, or the `logo_url` of an image uploaded with
+    /// `POST /team/brand-kit/uploads` (at `HERALD_PUBLIC_URL`, which may be http).
+    #[oai(validator(max_length = 2048, pattern = r"^https?://[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:[0-9]{1,5})?(/\S*)?$"))]
+    pub logo_url: Nullable<String>,
+    /// Six-digit hex colour with `#` (`#1A73E8`).
+    #[oai(validator(pattern = "^#[0-9A-Fa-f]{6}$"))]
+    pub primary_color: Nullable<String>,
+    /// Six-digit hex colour with `#`.
+    #[oai(validator(pattern = "^#[0-9A-Fa-f]{6}$"))]
+    pub accent_color: Nullable<String>,
+    pub font: Nullable<Choice<Font>>,
+    pub button_style: Nullable<Choice<ButtonStyle>>,
+    /// Up to 200 characters, one line.
+    #[oai(validator(max_length = 200))]
+    pub company_name: Nullable<String>,
+    /// Up to 200 characters, one line.
+    #[oai(validator(max_length = 200))]
+    pub address: Nullable<String>,
+    /// Up to 500 characters, one line.
+    #[oai(validator(max_length = 500))]
+    pub footer_text: Nullable<String>,
+}
+
+impl Default for BrandKit {
+    fn default() -> Self {
+        Self {
+            logo_url: Nullable(None),
+            primary_color: Nullable(None),
+            accent_color: Nullable(None),
+            font: Nullable(None),
+            button_style: Nullable(None),
+            company_name: Nullable(None),
+            address: Nullable(None),
+            footer_text: Nullable(None),
+        }
+    }
+}
+
+/// The sending tier: what the team may do and what unlocks more.
+#[derive(Object)]
+pub struct SendingView {
+    /// Regions still in the sending sandbox; empty when none.
+    pub sandbox_regions: Vec<String>,
+    /// 0 to 3.
+    pub tier: i16,
+    pub tier_name: Choice<TierName>,
+    pub next_unlock: Nullable<Choice<NextUnlock>>,
+}
+
+/// Single sign-on, when configured (never a secret or a member list).
+#[derive(Object)]
+pub struct SsoView {
+    pub status: String,
+    pub issuer: String,
+    pub client_id: String,
+    pub enforced: bool,
+    pub domains: Vec<String>,
+}
+
+/// The team.
+#[derive(Object)]
+pub struct TeamView {
+    /// Always `team`.
+    pub object: String,
+    pub id: String,
+    /// 1 to 80 characters; not unique.
+    pub name: String,
+    pub slug: String,
+    pub created_at: DateTime<Utc>,
+    pub risk_state: RiskState,
+    pub plan: PlanView,
+    pub sender_identity: SenderIdentity,
+    pub ai_assist_enabled: bool,
+    pub brand_kit: BrandKit,
+    pub sending: SendingView,
+    /// `null` until single sign-on exists.
+    pub sso: Nullable<SsoView>,
+}
+
+/// Body of `PATCH /team`: only the fields sent change.
+#[derive(Object, Deserialize)]
+pub struct UpdateTeam {
+    /// 1 to 80 characters, trimmed, one line.
+    #[oai(validator(min_length = 1, max_length = 80, pattern = r"\S"))]
+    pub name: Option<String>,
+    /// One line, 1 to 200 characters; `null` clears it.
+    #[serde(default)]
+    #[oai(validator(min_length = 1, max_length = 200, pattern = r"\S"))]
+    pub sender_name: MaybeUndefined<String>,
+    /// `null` clears it.
+    #[serde(default)]
+    pub postal_address: MaybeUndefined<PostalAddressInput>,
+    /// `true` answers `503 service_unavailable` until AI assist is configured; `false` always works.
+    pub ai_assist_enabled: Option<bool>,
+    /// Sent whole: every field must be present; `null` means the default.
+    pub brand_kit: Option<BrandKit>,
+}
+
+#[poem_openapi::OpenApi(tag = "Tag::Team")]
+impl TeamApi {
+    /// Retrieve the team: plan and limits, sending tier, sender identity and brand kit.
+    #[oai(path = "/team", method = "get", operation_id = "get-team")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<TeamView>> {
+        let team = teams::get(&mut *state.pool.acquire().await?, caller.team_id).await?;
+        Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
+    }
+
+    /// Change the team's name, sender identity, brand kit or AI assist; answers the team. An
+    /// OAuth token (`team:write`) may change everything but the name: a `name` from a token is
+    /// always `403 invalid_permission`.
+    #[oai(path = "/team", method = "patch", operation_id = "update-team")]
+    async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<UpdateTeam>) -> ApiResult<Json<TeamView>> {
+        let raw: Value = serde_json::from_slice(&body.1).unwrap_or_default();
+        let body = body.0;
+        if caller.token.is_some() && body.name.is_some() {
+            return Err(ApiError::invalid_permission("An OAuth token cannot rename the team; a team admin does it from the dashboard or with an API key."));
+        }
+        let name = body.name.as_deref().map(|name| one_line("name", name, 80, false)).transpose()?;
+        let sender_name = match &body.sender_name {
+            MaybeUndefined::Undefined => None,
+            MaybeUndefined::Null => Some(None),
+            MaybeUndefined::Value(text) => Some(Some(one_line("sender_name", text, MAX_SENDER_NAME, false)?)),
+        };
+        let postal_address = match body.postal_address {
+            MaybeUndefined::Undefined => None,
+            MaybeUndefined::Null => Some(None),
+            MaybeUndefined::Value(address) => Some(Some(serde_json::to_value(checked_address(address)?).map_err(anyhow::Error::from)?)),
+        };
+        let brand_kit = match body.brand_kit {
+            None => None,
+            Some(kit) => Some(serde_json::to_value(checked_brand_kit(kit, &raw["brand_kit"], &state.config.public_url)?).map_err(anyhow::Error::from)?),
+        };
+        if body.ai_assist_enabled == Some(true) {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "service_unavailable",
+                "AI assist is not configured on this Herald; `ai_assist_enabled: false` always works.",
+            ));
+        }
+        let change = ProfileChange {
+            name: name.as_deref(),
+            sender_name: sender_name.as_ref().map(|name| name.as_deref()),
+            postal_address,
+            ai_assist_enabled: body.ai_assist_enabled,
+            brand_kit,
+        };
+        let mut conn = state.pool.acquire().await?;
+        if !teams::update_profile(&mut conn, caller.team_id, &change).await? {
+            return Err(ApiError::not_found("Team"));
+        }
+        let team = teams::get(&mut conn, caller.team_id).await?;
+        Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
+    }
+}
+
+/// Trimmed text of 1 to `max` characters (0 allowed when `empty_ok`). Line breaks never get
+/// this far: the edge refuses them in every one-line field (`input.rs`).
+fn one_line(path: &str, text: &str, max: usize, empty_ok: bool) -> ApiResult<String> {
+    let text = text.trim();
+    if text.is_empty() && !empty_ok {
+        return Err(ApiError::invalid_field(path, "must not be blank"));
+    }
+    if text.chars().count() > max {
+        return Err(ApiError::invalid_field(path, format!("must be at most {max} characters")));
+    }
+    Ok(text.to_string())
+}
+
+fn optional_line(path: &str, text: Nullable<String>, max: usize) -> ApiResult<Nullable<String>> {
+    let line = text.0.map(|text| one_line(path, &text, max, true)).transpose()?;
+    Ok(Nullable(line.filter(|text| !text.is_empty())))
+}
+
+fn checked_address(address: PostalAddressInput) -> ApiResult<PostalAddress> {
+    let country = address.country.as_str();
+    if !Country::allows(country) {
+        return Err(ApiError::invalid_field("postal_address.country", "must be an upper-case ISO 3166-1 alpha-2 code (`US`, `DE`)"));
+    }
+    Ok(PostalAddress {
+        line1: one_line("postal_address.line1", &address.line1, MAX_LINE, false)?,
+        line2: optional_line("postal_address.line2", Nullable(address.line2), MAX_LINE)?,
+        city: one_line("postal_address.city", &address.city, MAX_LINE, false)?,
+        state: optional_line("postal_address.state", Nullable(address.state), MAX_LINE)?,
+        postal_code: optional_line("postal_address.postal_code", Nullable(address.postal_code), MAX_LINE)?,
+        country: Choice::new(country),
+    })
+}
+
+/// The brand kit's fields, each of which must be sent (a `null` one means the default).
+pub const BRAND_KIT_FIELDS: [&str; 8] =
+    ["logo_url", "primary_color", "accent_color", "font", "button_style", "company_name", "address", "footer_text"];
+
+fn checked_brand_kit(kit: BrandKit, raw: &Value, public_url: &str) -> ApiResult<BrandKit> {
+    let missing: Vec<&str> = BRAND_KIT_FIELDS.iter().copied().filter(|field| raw.get(field).is_none()).collect();
+    if !missing.is_empty() {
+        let named = missing.iter().map(|field| format!("`{field}`")).collect::<Vec<_>>().join(", ");
+        let error = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "missing_required_field",
+            format!("`brand_kit` is sent whole: every field is required (`null` means the default). Missing: {named}."),
+        );
+        return Err(missing
+            .iter()
+            .fold(error, |error, field| error.with_error(format!("brand_kit.{field}"), "is required (null means the default)")));
+    }
+    let field = |name: &str, value: Nullable<String>| -> ApiResult<Nullable<String>> {
+        let checked = value.0.map(|value| checked_brand_field(name, &value, &format!("brand_kit.{name}"), public_url)).transpose()?;
+        Ok(Nullable(checked.flatten()))
+    };
+    Ok(BrandKit {
+        logo_url: field("logo_url", kit.logo_url)?,
+        primary_color: field("primary_color", kit.primary_color)?,
+        accent_color: field("accent_color", kit.accent_color)?,
+        font: Nullable(field("font", Nullable(kit.font.0.map(Choice::into_string)))?.0.map(Choice::new)),
+        button_style: Nullable(field("button_style", Nullable(kit.button_style.0.map(Choice::into_string)))?.0.map(Choice::new)),
+        company_name: field("company_name", kit.company_name)?,
+        address: field("address", kit.address)?,
+        footer_text: field("footer_text", kit.footer_text)?,
+    })
+}
+
+/// One brand field's value (of the brand kit or a template's `brand_overrides`), checked and
+/// normalised: `None` when a text field is blank (the default applies).
+pub fn checked_brand_field(name: &str, value: &str, path: &str, public_url: &str) -> ApiResult<Option<String>> {
+    match name {
+        "logo_url" => {
+            if value.len() > MAX_URL {
+                return Err(ApiError::invalid_field(path, format!("must be at most {MAX_URL} characters")));
+            }
+            let https = value.starts_with("https://")
+                && !value.contains(char::is_whitespace)
+                && reqwest::Url::parse(value).is_ok_and(|url| url.scheme() == "https" && url.host_str().is_some());
+            if !https && !crate::routes::team::brand_assets::is_asset_url(public_url, value) {
+                return Err(ApiError::invalid_field(path, "must be an https URL or an image uploaded with `POST /team/brand-kit/uploads`"));
+            }
+            Ok(Some(value.to_string()))
+        }
+        "primary_color" | "accent_color" => {
+            let hex = value.strip_prefix('#').is_some_and(|digits| digits.len() == 6 && digits.chars().all(|c| c.is_ascii_hexdigit()));
+            if !hex {
+                return Err(ApiError::invalid_field(path, "must be a six-digit hex colour with `#` (`#1A73E8`)"));
+            }
+            Ok(Some(value.to_ascii_uppercase()))
+        }
+        "font" if !Font::allows(value) => Err(ApiError::invalid_field(path, format!("must be one of {}, not {value:?}", Font::VALUES.join(", ")))),
+        "button_style" if !ButtonStyle::allows(value) => {
+            Err(ApiError::invalid_field(path, format!("must be one of {}, not {value:?}", ButtonStyle::VALUES.join(", "))))
+        }
+        "font" | "button_style" => Ok(Some(value.to_string())),
+        "company_name" | "address" => Ok(optional_line(path, Nullable(Some(value.to_string())), MAX_LINE)?.0),
+        "footer_text" => Ok(optional_line(path, Nullable(Some(value.to_string())), MAX_FOOTER)?.0),
+        _ => Err(ApiError::invalid_field(path, format!("is not a brand field; the fields are {}", BRAND_KIT_FIELDS.join(", ")))),
+    }
+}
+
+fn view(team: Team) -> TeamView {
+    let tier = team.sending_tier.clamp(0, 3);
+    let postal_address = team.postal_address.and_then(|value| serde_json::from_value(value).ok());
+    let brand_kit = serde_json::from_value(team.brand_kit).unwrap_or_default();
+    TeamView {
+        object: "team".into(),
+        id: team.id.to_string(),
+        name: team.name,
+        slug: team.slug,
+        created_at: team.created_at,
+        risk_state: team.risk_state,
+        plan: PlanView {
+            code: team.plan_code,
+            name: team.plan_name,
+            limits: PlanLimits {
+                included_emails: team.included_emails,
+                daily_cap: Nullable(team.daily_cap),
+                domain_limit: team.domain_limit,
+                webhook_endpoint_limit: team.webhook_endpoint_limit,
+                retention_days: team.retention_days,
+            },
+        },
+        sender_identity: SenderIdentity { sender_name: Nullable(team.sender_name), postal_address: Nullable(postal_address) },
+        ai_assist_enabled: team.ai_assist_enabled,
+        brand_kit,
+        sending: SendingView {
+            sandbox_regions: team.sandbox_regions,
+            tier,
+            tier_name: Choice::new(schema::model::tier_name(tier)),
+            next_unlock: Nullable(schema::model::next_unlock(tier).map(Choice::new)),
+        },
+        sso: Nullable(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_country_list_holds_the_249_assigned_codes_once_each() {
+        let mut codes = Country::VALUES.to_vec();
+        assert_eq!(codes.len(), 249);
+        codes.sort();
+        codes.dedup();
+        assert_eq!(codes.len(), 249);
+        assert!(Country::allows("US") && Country::allows("DE") && !Country::allows("us") && !Country::allows("XX"));
+    }
+}
