@@ -96,7 +96,7 @@ impl Application {
             .and_then(|addr| addr.as_socket_addr().map(|a| a.port()))
             .ok_or_else(|| anyhow::anyhow!("the listener has no address"))?;
         let checker = config.domain_checker()?;
-        let fetcher = crate::routes::emails::accept::Fetcher::from_config(&config)?;
+        let fetcher = crate::routes::emails::fetch::Fetcher::from_config(&config)?;
         let fresh: [u8; 32] = rand::random();
         let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
         if config.is_development() {

@@ -197,7 +197,7 @@ async fn invite(pool: &sqlx::PgPool, config: &Config, team: uuid::Uuid, email: &
         let fields: Vec<String> = error.errors.iter().map(|e| format!("{} {}", e.path, e.message)).collect();
         anyhow::anyhow!("{} {}", error.message, fields.join("; "))
     };
-    let email = crate::routes::people::auth::address(Some(email.to_string())).map_err(refused)?;
+    let email = crate::routes::people::login::address(Some(email.to_string())).map_err(refused)?;
     let mut tx = pool.begin().await?;
     anyhow::ensure!(teams::get(&mut tx, team).await?.is_some(), "there is no team {team}");
     let role = match role {
@@ -205,7 +205,7 @@ async fn invite(pool: &sqlx::PgPool, config: &Config, team: uuid::Uuid, email: &
         None if schema::store::people::members(&mut tx, team).await?.iter().any(|m| m.role == "admin") => "member".to_string(),
         None => "admin".to_string(),
     };
-    let role = crate::routes::people::auth::role(Some(crate::http::fields::Choice::new(role))).map_err(refused)?;
+    let role = crate::routes::people::session::role(Some(crate::http::fields::Choice::new(role))).map_err(refused)?;
     let invited = crate::routes::people::invite::invite(&mut tx, config, team, &email, &role, crate::routes::people::invite::Inviter::Operator).await.map_err(refused)?;
     tx.commit().await?;
     if !invited.mailed {
@@ -362,8 +362,16 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
         shutdown_timeout: Duration::from_secs(config.shutdown_seconds),
         schedules: true,
         checker,
-        broadcasts: jobs::broadcasts::BroadcastSettings { public_url: config.public_url.clone(), page_size: config.broadcast_page_size },
-        automations: jobs::automations::AutomationSettings { public_url: config.public_url.clone(), concurrency: config.automation_concurrency },
+        broadcasts: jobs::broadcasts::BroadcastSettings {
+            public_url: config.public_url.clone(),
+            page_size: config.broadcast_page_size,
+            development: config.is_development(),
+        },
+        automations: jobs::automations::AutomationSettings {
+            public_url: config.public_url.clone(),
+            concurrency: config.automation_concurrency,
+            development: config.is_development(),
+        },
     }
 }
 

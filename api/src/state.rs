@@ -37,7 +37,7 @@ pub struct Shared {
     /// Checks domains against DNS (the verify route runs the workers' check).
     pub checker: jobs::domains::DomainChecker,
     /// Fetches attachment `path`s.
-    pub fetcher: crate::routes::emails::accept::Fetcher,
+    pub fetcher: crate::routes::emails::fetch::Fetcher,
     /// Signs the hosted preference and unsubscribe links (made once, shared by every process).
     pub link_key: std::sync::Arc<Vec<u8>>,
     /// The keys this process has seen (dropped when PostgreSQL says they changed).

@@ -10,7 +10,6 @@ use crate::broadcasts::{contact_links, property_fallbacks, template_defaults};
 use chrono::{TimeDelta, Utc};
 use render::{Compiled, Mode};
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
-use schema::domain::DomainStatus;
 use schema::email::Mailbox;
 use schema::jobs::{Deliver, DeliverPage};
 use schema::store::automations::{self, Run, RunMove, SegmentWatch, StepWrite};
@@ -35,6 +34,8 @@ pub struct AutomationSettings {
     pub public_url: String,
     /// `HERALD_AUTOMATION_CONCURRENCY`: executor tasks in this process, each advancing a batch.
     pub concurrency: usize,
+    /// Whether this is a development server, where the development sender may send.
+    pub development: bool,
 }
 
 /// How often an idle executor looks for due runs.
@@ -535,9 +536,8 @@ impl Executor {
         let from = Mailbox::parse(&from_header).map_err(|e| StepError::Fail(format!("`from` is not an address: {e}")))?;
         let recipient = Mailbox::parse(&contact.email).map_err(|e| StepError::Fail(format!("the contact's address is not an address: {e}")))?;
         let facts = sending::context(tx, run.team_id, &[from.domain().to_string()], &[recipient.key()]).await?.ok_or_else(|| StepError::Fail("the team is gone".into()))?;
-        let Some(domain) = facts.domains.iter().find(|d| d.name == from.domain() && d.status == DomainStatus::Verified && d.sending_enabled) else {
-            return Err(StepError::Fail(format!("{} is not a verified sending domain of the team", from.domain())));
-        };
+        let copy = facts.domains.iter().find(|d| d.name == from.domain());
+        let domain = schema::store::domains::can_send(copy, self.settings.development).map_err(|why| StepError::Fail(why.explain(from.domain(), copy.map(|d| d.id))))?;
         let region = domain.region.as_str().to_string();
         if facts.sandbox_regions.contains(&region) && !domain.development && !schema::email::sandbox_allows(&recipient, &facts.verified_domains) {
             return Err(StepError::Fail(format!("the team's {region} region is in the sending sandbox and {} is outside it", contact.email)));

@@ -8,7 +8,6 @@ use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::Utc;
 use render::{Compiled, Mode};
-use schema::domain::DomainStatus;
 use schema::email::Mailbox;
 use schema::jobs::{DeliverPage, SendBroadcast};
 use schema::links::{self, Link};
@@ -31,6 +30,8 @@ pub struct BroadcastSettings {
     pub public_url: String,
     /// Contacts resolved per transaction ([`PAGE`]).
     pub page_size: i64,
+    /// Whether this is a development server, where the development sender may send.
+    pub development: bool,
 }
 
 /// The job handler.
@@ -66,7 +67,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             return Ok(());
         }
         if prepared.is_none() {
-            match prepare(&mut tx, &broadcast).await? {
+            match prepare(&mut tx, &broadcast, settings.development).await? {
                 Ok(ready) => prepared = Some(Arc::new(ready)),
                 Err(reason) => {
                     broadcasts::fail(&mut tx, broadcast.id, &reason).await?;
@@ -187,7 +188,7 @@ struct Prepared {
 }
 
 /// Loads what the send needs; `Err(reason)` when the broadcast cannot continue.
-async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Result<Result<Prepared, String>> {
+async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast, development: bool) -> anyhow::Result<Result<Prepared, String>> {
     let Some(segment_id) = broadcast.segment_id else { return Ok(Err("the broadcast has no segment".into())) };
     let Some(segment) = segments::get(conn, broadcast.team_id, segment_id).await? else {
         return Ok(Err("the segment was deleted".into()));
@@ -195,8 +196,9 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast) -> anyhow::Resu
     let membership = segments::membership(conn, &segment).await?;
     let Ok(from) = Mailbox::parse(&broadcast.from_header) else { return Ok(Err("`from` is not an address".into())) };
     let domain = domains::find_by_name(conn, broadcast.team_id, from.domain()).await?;
-    let Some(domain) = domain.filter(|d| d.status == DomainStatus::Verified && d.sending_enabled) else {
-        return Ok(Err(format!("{} is no longer a verified sending domain of the team", from.domain())));
+    let domain = match domains::can_send(domain.as_ref(), development) {
+        Ok(domain) => domain.clone(),
+        Err(why) => return Ok(Err(why.explain(from.domain(), domain.as_ref().map(|d| d.id)))),
     };
     let team = teams::get(conn, broadcast.team_id).await?.ok_or_else(|| anyhow::anyhow!("team gone"))?;
     let address = postal_address(team.postal_address.as_ref());

@@ -245,7 +245,7 @@ async fn two_runs_of_the_fan_out_at_once_give_each_recipient_exactly_one_email()
     let mut body = draft(&segment_id);
     body["send"] = json!(true);
     let id: uuid::Uuid = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().parse().unwrap();
-    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25 };
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25, development: false };
     let (first, second) = tokio::join!(
         jobs::broadcasts::run(&app.pool, &settings, id),
         jobs::broadcasts::run(&app.pool, &settings, id)
@@ -295,7 +295,7 @@ async fn a_canceled_broadcast_creates_no_email_and_a_scheduled_one_waits_for_its
     app.patch("/team", json!({ "postal_address": address() })).await;
     let segment_id = segment(app).await;
     app.post("/contacts", json!({ "email": format!("c@{RECIPIENT_DOMAIN}"), "segments": [{ "id": segment_id }] })).await;
-    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25 };
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 25, development: false };
 
     // Scheduled: the job does nothing before its time, and a cancel stops it for good.
     let id = app.post("/broadcasts", draft(&segment_id)).await.body["id"].as_str().unwrap().to_string();
@@ -386,7 +386,7 @@ async fn a_cancel_while_sending_stops_at_the_next_page_and_the_emails_made_still
     body["send"] = json!(true);
     let id = app.post("/broadcasts", body).await.body["id"].as_str().unwrap().to_string();
     // One contact per page, so the cancel lands mid-send.
-    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1 };
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1, development: false };
     let (pool, broadcast_id) = (app.pool.clone(), id.parse().unwrap());
     let run = tokio::spawn(async move { jobs::broadcasts::run(&pool, &settings, broadcast_id).await });
     eventually(|| async { (broadcast_emails(app, &id).await >= 5).then_some(()) }).await;
@@ -401,7 +401,7 @@ async fn a_cancel_while_sending_stops_at_the_next_page_and_the_emails_made_still
     assert_eq!(paged_deliveries(app).await, made, "every email made is delivered");
     assert_eq!(app.count("broadcast_recipients").await, made, "no contact after the cancel was resolved");
     // The run after the cancel (a retry of the job) makes no more.
-    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1 };
+    let settings = jobs::broadcasts::BroadcastSettings { public_url: app.state.config.public_url.clone(), page_size: 1, development: false };
     jobs::broadcasts::run(&app.pool, &settings, id.parse().unwrap()).await.unwrap();
     assert_eq!(broadcast_emails(app, &id).await, made);
     assert!(app.post(&format!("/broadcasts/{id}/send"), json!({})).await.status >= 400, "a canceled broadcast is not sent again");

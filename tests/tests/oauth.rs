@@ -60,7 +60,7 @@ fn authorize_query(client_id: &str, extra: &[(&str, &str)]) -> Vec<(String, Stri
         ("response_type", "code"),
         ("client_id", client_id),
         ("redirect_uri", REDIRECT),
-        ("code_challenge", &api::routes::oauth::pkce_challenge(VERIFIER)),
+        ("code_challenge", &api::routes::oauth::tokens::pkce_challenge(VERIFIER)),
         ("code_challenge_method", "S256"),
         ("state", "xyz"),
     ]
@@ -207,7 +207,7 @@ async fn authorize_answers_a_page_for_an_unknown_client_or_redirect_and_redirect
     for (extra, error) in [
         (vec![("code_challenge_method", "plain")], "invalid_request"),
         (vec![("code_challenge", "")], "invalid_request"),
-        (vec![("code_challenge", &*format!("{}A", api::routes::oauth::pkce_challenge(VERIFIER)))], "invalid_request"),
+        (vec![("code_challenge", &*format!("{}A", api::routes::oauth::tokens::pkce_challenge(VERIFIER)))], "invalid_request"),
         (vec![("response_type", "token")], "unsupported_response_type"),
         (vec![("scope", "emails:send broadcasts:write")], "invalid_scope"),
         (vec![("scope", "nonsense")], "invalid_scope"),

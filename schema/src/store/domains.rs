@@ -43,6 +43,82 @@ pub struct Domain {
     pub record_statuses: Option<Vec<(RecordKind, RecordStatus)>>,
 }
 
+/// Why a team cannot send from a domain (the one rule, [`can_send`], says which).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotSendable {
+    /// The team has no copy of the domain.
+    NotOnTeam,
+    /// The development sender, on a server that is not a development server.
+    DevelopmentOnly,
+    /// Being claimed from another team.
+    Claiming,
+    /// The claim expired before the domain moved.
+    ClaimExpired,
+    /// Sending is switched off on the domain.
+    SendingOff,
+    /// Not verified: the status, and the sending records not yet verified.
+    Unverified { status: DomainStatus, missing: Vec<(RecordKind, RecordStatus)> },
+}
+
+/// Whether a team can send from `domain` (its copy of the name, if any) now: verified, sending
+/// on, and the development sender only on a development server (`development`). Sends,
+/// broadcasts (their gate and their job) and automations all ask this.
+pub fn can_send(domain: Option<&Domain>, development: bool) -> Result<&Domain, NotSendable> {
+    let Some(domain) = domain else { return Err(NotSendable::NotOnTeam) };
+    if domain.development && !development {
+        return Err(NotSendable::DevelopmentOnly);
+    }
+    match domain.status {
+        DomainStatus::Claiming => Err(NotSendable::Claiming),
+        DomainStatus::ClaimExpired => Err(NotSendable::ClaimExpired),
+        _ if !domain.sending_enabled => Err(NotSendable::SendingOff),
+        DomainStatus::Verified => Ok(domain),
+        status => {
+            let missing = domain
+                .record_statuses
+                .iter()
+                .flatten()
+                .filter(|(kind, status)| matches!(kind, RecordKind::Dkim | RecordKind::MailFrom) && *status != RecordStatus::Verified)
+                .cloned()
+                .collect();
+            Err(NotSendable::Unverified { status, missing })
+        }
+    }
+}
+
+impl NotSendable {
+    /// What to tell the team about sending from `name` (its copy `id`, when it has one), and
+    /// what to call about it.
+    pub fn explain(&self, name: &str, id: Option<Uuid>) -> String {
+        let id = id.map(|id| id.to_string()).unwrap_or_else(|| "{id}".into());
+        match self {
+            NotSendable::NotOnTeam => format!(
+                "The {name} domain is not on this team. Add it with `POST /domains`, publish its records, then call `POST /domains/{{id}}/verify`."
+            ),
+            NotSendable::DevelopmentOnly => format!(
+                "{name} is Herald's development sender: it works only while the server runs with HERALD_ENV=development, and its mail never leaves the machine. Send from a domain of your own: add it with `POST /domains` and verify it with `POST /domains/{{id}}/verify`."
+            ),
+            NotSendable::Claiming => format!(
+                "The {name} domain is being claimed from another team. Publish the TXT record `GET /domains/{id}/claim` shows, then call `POST /domains/{id}/verify`."
+            ),
+            NotSendable::ClaimExpired => {
+                format!("The claim on the {name} domain expired before the domain moved to this team. Claim it again with `POST /domains/claim`.")
+            }
+            NotSendable::SendingOff => format!(
+                "Sending from the {name} domain is turned off. Turn it on with `PATCH /domains/{id}` and `{{\"capabilities\": {{\"sending\": \"enabled\"}}}}`."
+            ),
+            NotSendable::Unverified { status, missing } => {
+                let missing: Vec<String> =
+                    missing.iter().map(|(kind, status)| format!("its `{}` record is `{}`", kind.as_str(), status.as_str())).collect();
+                let why = if missing.is_empty() { format!("its status is `{}`", status.as_str()) } else { missing.join(" and ") };
+                format!(
+                    "The {name} domain is not verified: {why}. Publish the records `GET /domains/{id}` lists, then call `POST /domains/{id}/verify`."
+                )
+            }
+        }
+    }
+}
+
 impl Domain {
     pub fn domain_name(&self) -> DomainName {
         DomainName { name: self.name.clone(), zone: self.zone.clone() }

@@ -4,9 +4,9 @@
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::paging::page_request;
 use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
-use crate::routes::audience::contacts::{MAX_PROPERTIES, valid_key};
-use crate::routes::audience::segments::segment_ids;
-use crate::routes::audience::topics::{TopicChoice, checked_choices};
+use crate::routes::audience::refs::{MAX_PROPERTIES, valid_key};
+use crate::routes::audience::refs::segment_ids;
+use crate::routes::audience::consent::{TopicChoice, checked_choices};
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};

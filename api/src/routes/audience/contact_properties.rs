@@ -4,7 +4,7 @@
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, Nullable, Scalar};
-use crate::routes::audience::contacts::{MAX_PROPERTIES, valid_key};
+use crate::routes::audience::refs::{MAX_PROPERTIES, valid_key};
 use schema::model::{MAX_PROPERTY_TEXT, property_kind};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};

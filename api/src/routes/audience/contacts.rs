@@ -5,7 +5,7 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::paging::page_request;
 use crate::http::fields::{EmailAddress, IdText, Nullable, Scalar};
-use crate::routes::audience::segments::segment_ids;
+use crate::routes::audience::refs::segment_ids;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -18,18 +18,20 @@ use poem_openapi::{ApiResponse, Object};
 use schema::email::Mailbox;
 use schema::model::{MAX_PROPERTY_TEXT, property_kind};
 use schema::store::automations::SegmentWatch;
-use schema::store::contacts::{self, Consent, Contact, ContactFields, Key};
+use schema::store::contacts::{self, Contact, ContactFields, Key};
 use schema::store::events::{self, NewEvent};
 use schema::store::segments;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use uuid::Uuid;
+use crate::routes::audience::consent::{Origin, consent};
+use crate::routes::audience::refs::{contact_key, MAX_PROPERTIES, valid_key};
+use crate::routes::audience::refs::live_audience;
+use crate::routes::path_id;
 
 pub struct ContactsApi;
 
-/// Most properties a team declares.
-pub const MAX_PROPERTIES: usize = 100;
 /// Longest first or last name.
 const MAX_NAME: usize = 200;
 
@@ -52,7 +54,7 @@ pub struct CreateContact {
     pub segments: Option<Vec<Value>>,
     /// `[{ id, subscription }]`: the contact's topic choices (each change writes a consent
     /// record).
-    pub topics: Option<Vec<crate::routes::audience::topics::TopicChoice>>,
+    pub topics: Option<Vec<crate::routes::audience::consent::TopicChoice>>,
 }
 
 /// `{ object: "contact", id }`.
@@ -164,7 +166,7 @@ impl ContactsApi {
         if newly_unsubscribed {
             consent(&mut tx, &contact, None, "unsubscribed", &Origin::api()).await?;
         }
-        crate::routes::audience::topics::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics", &Origin::api()).await?;
+        crate::routes::audience::consent::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics", &Origin::api()).await?;
         segments::add_members(&mut tx, &segment_ids, &[contact.id]).await?;
         if let Some(watch) = watch {
             watch.enrol_entered(&mut tx, contact.id).await?;
@@ -279,15 +281,6 @@ impl ContactsApi {
     }
 }
 
-/// A path's contact: an id, or an address (any case).
-pub fn contact_key(raw: &str) -> ApiResult<Key> {
-    if let Some(id) = schema::ids::parse_id(raw) {
-        return Ok(Key::Id(id));
-    }
-    let mailbox = Mailbox::parse(raw.trim()).map_err(|_| ApiError::not_found("Contact"))?;
-    Ok(Key::Email(mailbox.key()))
-}
-
 fn address(raw: &str) -> ApiResult<String> {
     let mailbox = Mailbox::parse(raw.trim()).map_err(|message| ApiError::invalid_field("email", message))?;
     Ok(mailbox.key())
@@ -307,14 +300,6 @@ fn maybe_name(field: &str, value: MaybeUndefined<String>) -> ApiResult<Option<Op
         MaybeUndefined::Null => Ok(Some(None)),
         MaybeUndefined::Value(value) => Ok(Some(name(field, Some(value))?)),
     }
-}
-
-/// A property key: a letter or underscore, then letters, digits or underscores; 1 to 50.
-pub fn valid_key(key: &str) -> bool {
-    let mut chars = key.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && key.len() <= 50
 }
 
 /// Merges `incoming` into `current` with every value type-checked against the team's declared
@@ -376,38 +361,6 @@ async fn typed_properties(
     Ok(Value::Object(current))
 }
 
-/// Where a choice was made, for its consent record.
-#[derive(Debug, Clone)]
-pub struct Origin {
-    /// `api`, `import`, `preference_page` or `one_click`.
-    pub source: &'static str,
-    pub ip_address: Option<String>,
-    pub user_agent: Option<String>,
-}
-
-impl Origin {
-    /// A call to the API (no address or agent of the person is known).
-    pub fn api() -> Origin {
-        Origin { source: "api", ip_address: None, user_agent: None }
-    }
-}
-
-/// Records a choice: `subscribed`/`unsubscribed`, or a topic's `opt_in`/`opt_out`.
-pub async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, topic_id: Option<Uuid>, choice: &'static str, origin: &Origin) -> ApiResult<()> {
-    let record = Consent {
-        team_id: contact.team_id,
-        contact_id: contact.id,
-        email: &contact.email,
-        topic_id,
-        choice,
-        source: origin.source,
-        ip_address: origin.ip_address.clone(),
-        user_agent: origin.user_agent.clone(),
-    };
-    contacts::record_consent(conn, &record).await?;
-    Ok(())
-}
-
 async fn emit(conn: &mut sqlx::PgConnection, contact: &Contact, event_type: &'static str) -> ApiResult<()> {
     let event = NewEvent { team_id: contact.team_id, event_type, data: contact.event_data(), email_id: None };
     events::emit(conn, &[event]).await?;
@@ -429,5 +382,105 @@ fn view(contact: Contact, full: bool) -> ContactView {
         }),
         preferences_url: None,
         unsubscribe_url: None,
+    }
+}
+
+pub struct ContactAliasesApi;
+
+#[poem_openapi::OpenApi(tag = "Tag::Contacts")]
+impl ContactAliasesApi {
+    /// List a segment's contacts (by filter or added explicitly), newest first, as a broadcast
+    /// would resolve them now. The same as `GET /contacts?segment_id=`.
+    #[oai(path = "/segments/:segment_id/contacts", method = "get", operation_id = "list-segment-contacts")]
+    async fn segment_contacts(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        segment_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<ContactList>> {
+        let id = path_id(&segment_id.0, "Segment")?;
+        ContactsApi.list(state, caller, limit, after, before, Query(Some(crate::http::fields::IdText(id.to_string())))).await
+    }
+
+    /// Deprecated: `POST /contacts` with `segments: [{ id: audience_id }]`. An unknown audience
+    /// is 404.
+    #[oai(path = "/audiences/:audience_id/contacts", method = "post", operation_id = "create-audience-contact", deprecated)]
+    async fn create_contact(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        audience_id: Path<String>,
+        body: Body<CreateContact>,
+    ) -> ApiResult<CreateResponse> {
+        let Body(mut contact, raw) = body;
+        let id = live_audience(&state, &caller, &audience_id.0).await?;
+        contact.segments.get_or_insert_with(Vec::new).push(serde_json::json!({ "id": id.to_string() }));
+        ContactsApi.create(state, caller, Body(contact, raw)).await
+    }
+
+    /// Deprecated: `GET /segments/{segment_id}/contacts`.
+    #[oai(path = "/audiences/:audience_id/contacts", method = "get", operation_id = "list-audience-contacts", deprecated)]
+    async fn contacts(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        audience_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<ContactList>> {
+        self.segment_contacts(state, caller, audience_id, limit, after, before).await
+    }
+
+    /// Deprecated: `GET /contacts/{contact}` (the audience must exist).
+    #[oai(path = "/audiences/:audience_id/contacts/:contact", method = "get", operation_id = "get-audience-contact", deprecated)]
+    async fn get_contact(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        audience_id: Path<String>,
+        contact: Path<String>,
+    ) -> ApiResult<Json<ContactView>> {
+        live_audience(&state, &caller, &audience_id.0).await?;
+        ContactsApi.get(state, caller, contact).await
+    }
+
+    /// Deprecated: `PATCH /contacts/{contact}` (the audience must exist).
+    #[oai(path = "/audiences/:audience_id/contacts/:contact", method = "patch", operation_id = "update-audience-contact", deprecated)]
+    async fn update_contact(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        audience_id: Path<String>,
+        contact: Path<String>,
+        body: Body<UpdateContact>,
+    ) -> ApiResult<Json<ContactRef>> {
+        live_audience(&state, &caller, &audience_id.0).await?;
+        ContactsApi.update(state, caller, contact, body).await
+    }
+
+    /// Deprecated: `DELETE /contacts/{contact}`: erases the contact, as removing a contact from
+    /// an audience did when contacts belonged to one audience.
+    #[oai(path = "/audiences/:audience_id/contacts/:contact", method = "delete", operation_id = "delete-audience-contact", deprecated)]
+    async fn delete_contact(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        audience_id: Path<String>,
+        contact: Path<String>,
+    ) -> ApiResult<Json<Deleted>> {
+        live_audience(&state, &caller, &audience_id.0).await?;
+        ContactsApi.delete(state, caller, contact).await
     }
 }

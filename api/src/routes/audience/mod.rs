@@ -1,9 +1,10 @@
-//! The audience: contacts and their properties, topics (consent), segments, audiences (the
-//! older name of segments) and contact imports.
+//! The audience: contacts and their properties, topics (consent), segments (with the legacy
+//! `/audiences` aliases the Resend SDKs still call) and contact imports.
 
-pub mod audiences;
+pub mod consent;
 pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
+pub mod refs;
 pub mod segments;
 pub mod topics;

@@ -4,7 +4,7 @@
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::paging::page_request;
-use crate::routes::audience::contacts::contact_key;
+use crate::routes::audience::refs::contact_key;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use crate::http::fields::IdText;
@@ -202,20 +202,6 @@ impl SegmentsApi {
     }
 }
 
-/// Checks segment ids sent with a contact (`[{ id }]`); `path` names the body field in errors.
-pub async fn segment_ids(conn: &mut sqlx::PgConnection, team_id: Uuid, items: &[Value], path: &str) -> ApiResult<Vec<Uuid>> {
-    let mut ids = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let id = item.get("id").and_then(Value::as_str).and_then(schema::ids::parse_id);
-        ids.push(id.ok_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a segment id"))?);
-    }
-    let live = segments::live_ids(conn, team_id, &ids).await?;
-    if let Some(i) = ids.iter().position(|id| !live.contains(id)) {
-        return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's segments"));
-    }
-    Ok(ids)
-}
-
 /// The contact and the live segment a membership route names; either missing is 404.
 async fn pair(conn: &mut sqlx::PgConnection, team_id: Uuid, contact: &str, segment: &str) -> ApiResult<(Uuid, Uuid)> {
     let contact = contacts::find(conn, team_id, &contact_key(contact)?, false).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
@@ -244,5 +230,50 @@ fn view(segment: Segment, with_filter: bool) -> SegmentView {
         name: segment.name,
         filter: with_filter.then(|| segment.filter.unwrap_or(Value::Null)),
         created_at: segment.created_at,
+    }
+}
+
+pub struct SegmentAliasesApi;
+
+#[poem_openapi::OpenApi(tag = "Tag::Contacts")]
+impl SegmentAliasesApi {
+    /// Deprecated: `POST /segments`.
+    #[oai(path = "/audiences", method = "post", operation_id = "create-audience", deprecated)]
+    async fn create(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        body: Body<CreateSegment>,
+    ) -> ApiResult<CreateResponse> {
+        SegmentsApi.create(state, caller, body).await
+    }
+
+    /// Deprecated: `GET /segments`.
+    #[oai(path = "/audiences", method = "get", operation_id = "list-audiences", deprecated)]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return items after (older than) this id.
+        after: Query<Option<IdText>>,
+        /// Return items before (newer than) this id.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<SegmentList>> {
+        SegmentsApi.list(state, caller, limit, after, before).await
+    }
+
+    /// Deprecated: `GET /segments/{segment_id}`.
+    #[oai(path = "/audiences/:audience_id", method = "get", operation_id = "get-audience", deprecated)]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, audience_id: Path<String>) -> ApiResult<Json<SegmentView>> {
+        SegmentsApi.get(state, caller, audience_id).await
+    }
+
+    /// Deprecated: `DELETE /segments/{segment_id}`.
+    #[oai(path = "/audiences/:audience_id", method = "delete", operation_id = "delete-audience", deprecated)]
+    async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, audience_id: Path<String>) -> ApiResult<Json<Deleted>> {
+        SegmentsApi.delete(state, caller, audience_id).await
     }
 }

@@ -5,7 +5,8 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::paging::page_request;
 use crate::http::fields::{Choice, Choices, IdText, Nullable};
-use crate::routes::audience::contacts::{Origin, consent, contact_key};
+use crate::routes::audience::refs::{contact_key};
+use crate::routes::audience::consent::Origin;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -14,16 +15,15 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
-use schema::store::contacts::{self, Contact};
+use schema::store::contacts::{self};
 use schema::store::topics::{self, NewTopic, Topic};
 use serde::Deserialize;
-use uuid::Uuid;
+use crate::routes::audience::consent::{TopicChoice, apply_choices};
+use crate::routes::audience::consent::{Subscription};
 
 pub struct TopicsApi;
 
 crate::choices! {
-    /// `opt_in` or `opt_out`.
-    Subscription = &["opt_in", "opt_out"];
     /// `public` (listed on every contact's preference page) or `private`.
     Visibility = &["public", "private"];
 }
@@ -113,14 +113,6 @@ pub struct ContactTopicList {
     pub object: String,
     pub has_more: bool,
     pub data: Vec<ContactTopic>,
-}
-
-/// One choice in `PATCH /contacts/{contact}/topics`.
-#[derive(Object, Deserialize, Clone)]
-pub struct TopicChoice {
-    /// The topic's id.
-    pub id: IdText,
-    pub subscription: Choice<Subscription>,
 }
 
 #[poem_openapi::OpenApi(tag = "Tag::Contacts")]
@@ -251,35 +243,6 @@ impl TopicsApi {
         tx.commit().await?;
         Ok(Json(Updated { object: "contact".into(), id: contact.id.to_string() }))
     }
-}
-
-/// Checks topic choices (`opt_in`/`opt_out` for the team's live topics); `path` names the body
-/// field in errors.
-pub async fn checked_choices(conn: &mut sqlx::PgConnection, team_id: Uuid, choices: &[TopicChoice], path: &str) -> ApiResult<Vec<(Uuid, String)>> {
-    let mut parsed = Vec::with_capacity(choices.len());
-    for (i, choice) in choices.iter().enumerate() {
-        if !Subscription::allows(&choice.subscription) {
-            return Err(ApiError::invalid_parameter(&format!("{path}[{i}].subscription"), "must be opt_in or opt_out"));
-        }
-        let id = schema::ids::parse_id(&choice.id).ok_or_else(|| ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not a topic id"))?;
-        parsed.push((id, choice.subscription.to_string()));
-    }
-    let ids: Vec<Uuid> = parsed.iter().map(|(id, _)| *id).collect();
-    let live = topics::live_ids(conn, team_id, &ids).await?;
-    if let Some(i) = ids.iter().position(|id| !live.contains(id)) {
-        return Err(ApiError::invalid_parameter(&format!("{path}[{i}].id"), "is not one of the team's topics"));
-    }
-    Ok(parsed)
-}
-
-/// Checks and records topic choices for a contact, with a consent record per change. `path`
-/// names the body field in errors.
-pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
-    let parsed = checked_choices(conn, contact.team_id, choices, path).await?;
-    for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
-        consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }, origin).await?;
-    }
-    Ok(())
 }
 
 fn name_taken() -> ApiError {

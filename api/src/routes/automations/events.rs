@@ -6,7 +6,7 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, IdText, Required, Search};
 use crate::http::paging::{page_request, search_text};
-use crate::routes::audience::contacts::contact_key;
+use crate::routes::audience::refs::contact_key;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};

@@ -4,152 +4,22 @@
 //! transaction.
 
 use crate::http::error::{ApiError, ApiResult, FieldError};
-use crate::http::fields::Required;
 use crate::state::Caller;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use poem::http::StatusCode;
-use poem_openapi::{Object, Union};
-use schema::domain::DomainStatus;
 use schema::email::{self as rules, Mailbox};
 use schema::jobs::Deliver;
 use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
 use schema::store::events::{self, NewEvent};
 use schema::store::{domains, emails, sending, usage};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgConnection;
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use uuid::Uuid;
-
-/// One address or a list of them.
-#[derive(Union, Deserialize, Debug, Clone)]
-#[serde(untagged)]
-#[oai(one_of)]
-pub enum Addresses {
-    One(String),
-    Many(Vec<String>),
-}
-
-impl Addresses {
-    pub fn into_vec(self) -> Vec<String> {
-        match self {
-            Addresses::One(one) => vec![one],
-            Addresses::Many(many) => many,
-        }
-    }
-}
-
-/// An attachment: `filename` and exactly one of `content` (base64) or `path` (https URL).
-#[derive(Object, Deserialize, Debug, Clone)]
-pub struct AttachmentIn {
-    /// The file name shown to the recipient.
-    pub filename: Option<String>,
-    /// The file's bytes: base64 text, or an array of byte values (0 to 255) as the Resend
-    /// SDKs may send them.
-    pub content: Option<AttachmentContent>,
-    /// An https URL Herald fetches (at most 40 MB, 10 seconds; never a loopback, private or
-    /// link-local address).
-    pub path: Option<String>,
-    /// The MIME type; guessed from the file name when omitted.
-    pub content_type: Option<String>,
-    /// Makes the attachment inline, referenced from the HTML as `cid:<content_id>`.
-    pub content_id: Option<String>,
-}
-
-/// An attachment's bytes: base64 text (whitespace ignored) or an array of byte values.
-#[derive(Union, Deserialize, Debug, Clone)]
-#[serde(untagged)]
-#[oai(one_of)]
-pub enum AttachmentContent {
-    Base64(String),
-    Bytes(Vec<u8>),
-}
-
-/// A tag: `{ name, value }`.
-#[derive(Object, Deserialize, Debug, Clone)]
-pub struct TagIn {
-    /// 1 to 252 characters of A-Z, a-z, 0-9, `_`, `-`.
-    #[oai(validator(max_length = 252, pattern = "^[A-Za-z0-9_-]+$"))]
-    pub name: Required<String>,
-    /// 1 to 256 characters of A-Z, a-z, 0-9, `_`, `-`.
-    #[oai(validator(max_length = 256, pattern = "^[A-Za-z0-9_-]+$"))]
-    pub value: Required<String>,
-}
-
-/// Body of `POST /emails` (and each item of `POST /emails/batch`).
-#[derive(Object, Deserialize, Debug, Clone)]
-pub struct SendEmail {
-    /// `address` or `Name <address>` on a domain verified by the team; required unless the
-    /// template supplies it.
-    pub from: Option<String>,
-    /// Recipients; `to`, `cc` and `bcc` together at most 50.
-    pub to: Required<Addresses>,
-    pub cc: Option<Addresses>,
-    pub bcc: Option<Addresses>,
-    /// Reply-To addresses (not counted toward the recipient cap).
-    pub reply_to: Option<Addresses>,
-    /// One line, at most 998 bytes of UTF-8; required unless the template supplies it.
-    pub subject: Option<String>,
-    /// HTML body; `html` and `text` together at most 2 MB; at least one is required.
-    pub html: Option<String>,
-    /// Plain-text body.
-    pub text: Option<String>,
-    /// ISO 8601 instant or a phrase (`in 2 hours`, `tomorrow at 9am`), read as UTC, 1 minute
-    /// to 30 days ahead.
-    pub scheduled_at: Option<String>,
-    /// Custom headers, name to value; reserved headers are refused.
-    pub headers: Option<BTreeMap<String, String>>,
-    /// Up to 100 attachments.
-    #[oai(validator(max_items = 100))]
-    pub attachments: Option<Vec<AttachmentIn>>,
-    /// Up to 50 tags with unique names.
-    #[oai(validator(max_items = 50))]
-    pub tags: Option<Vec<TagIn>>,
-    /// A published template (by id or alias) that supplies `html` and `text` and, when the
-    /// send leaves them out, `subject`, `from` and `reply_to`. Not combinable with `html` or
-    /// `text`.
-    pub template: Option<TemplateIn>,
-    /// Not in the document: reserved for a later release, so a send carrying it is
-    /// `422 invalid_parameter`.
-    #[oai(skip)]
-    pub topic_id: Option<String>,
-    /// The template version the body was rendered from (set by [`apply_templates`]).
-    #[oai(skip)]
-    #[serde(skip)]
-    pub rendered_from: Option<(Uuid, i32)>,
-}
-
-/// The template of a send.
-#[derive(Object, Deserialize, Debug, Clone)]
-pub struct TemplateIn {
-    /// The template's id or alias.
-    pub id: Required<String>,
-    /// Declared keys to a string or number (at most 2,000 characters); a key left out takes
-    /// its `fallback_value`.
-    pub variables: Option<BTreeMap<String, VariableValue>>,
-}
-
-/// A template variable's value in a send.
-#[derive(Union, Deserialize, Debug, Clone)]
-#[serde(untagged)]
-#[oai(one_of)]
-pub enum VariableValue {
-    Text(String),
-    Number(f64),
-}
-
-impl VariableValue {
-    fn into_json(self) -> Value {
-        match self {
-            VariableValue::Text(text) => Value::String(text),
-            // Whole numbers print without a decimal point.
-            VariableValue::Number(n) if n.fract() == 0.0 && n.abs() < 9.0e15 => json!(n as i64),
-            VariableValue::Number(n) => json!(n),
-        }
-    }
-}
+use crate::routes::emails::fetch::{Fetcher};
+use crate::routes::emails::send_body::{Addresses, AttachmentIn, AttachmentContent, SendEmail};
 
 /// A send that passed the body rules, before authorization.
 #[derive(Debug)]
@@ -465,56 +335,6 @@ fn check_url(url: &str) -> Result<(), String> {
 }
 
 
-/// How attachment `path`s are fetched: by default only from public addresses, trusting the
-/// public roots; operators may allow private addresses and add their own CA.
-#[derive(Clone, Default)]
-pub struct Fetcher {
-    pub allow_private: bool,
-    pub extra_roots: Vec<reqwest::Certificate>,
-}
-
-impl Fetcher {
-    /// From `HERALD_ATTACHMENT_ALLOW_PRIVATE` and `HERALD_ATTACHMENT_CA_FILE`.
-    pub fn from_config(config: &crate::config::Config) -> anyhow::Result<Self> {
-        let extra_roots = match &config.attachment_ca_file {
-            Some(path) => {
-                let pem = std::fs::read(path).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?;
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| anyhow::anyhow!("HERALD_ATTACHMENT_CA_FILE {path}: {e}"))?
-            }
-            None => Vec::new(),
-        };
-        Ok(Self { allow_private: config.attachment_allow_private, extra_roots })
-    }
-
-    /// Fetches an attachment: the host's every address must be public (unless allowed), the
-    /// connection is pinned to the checked address, no redirects, at most 40 MB within 10
-    /// seconds.
-    async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
-        let parsed = reqwest::Url::parse(url).map_err(|_| "is not a URL".to_string())?;
-        let host = parsed.host_str().unwrap_or_default().trim_matches(['[', ']']).to_string();
-        let port = parsed.port_or_known_default().unwrap_or(443);
-        let addresses = schema::net::resolve_public(&host, port, self.allow_private).await?;
-        let first = addresses[0];
-        let mut client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).timeout(Duration::from_secs(10)).resolve(&host, first);
-        for root in &self.extra_roots {
-            client = client.add_root_certificate(root.clone());
-        }
-        let client = client.build().map_err(|e| e.to_string())?;
-        let mut response = client.get(parsed).send().await.map_err(|e| format!("could not be fetched: {e}"))?;
-        if !response.status().is_success() {
-            return Err(format!("could not be fetched: the server answered {}", response.status()));
-        }
-        let mut bytes = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| format!("could not be fetched: {e}"))? {
-            bytes.extend_from_slice(&chunk);
-            if bytes.len() > rules::MAX_ATTACHMENT_BYTES {
-                return Err("is larger than 40 MB".into());
-            }
-        }
-        Ok(bytes)
-    }
-}
-
 /// What authorizing a request's sends needs, read in one statement before its transaction:
 /// the team's sandbox regions and verified domains, the senders' domains, and which recipients
 /// are suppressed (with their origin).
@@ -549,20 +369,14 @@ pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedS
 pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fetcher: &Fetcher, index: Option<usize>) -> ApiResult<NewEmail> {
     let prefix = index.map(|i| format!("[{i}].")).unwrap_or_default();
     let from_domain = send.from.domain().to_string();
-    if from_domain == domains::DEV_SENDER_DOMAIN && !facts.development {
-        return Err(ApiError::not_allowed(format!(
-            "{from_domain} is Herald's development sender: it works only while the server runs with HERALD_ENV=development, and its mail never leaves the machine. Send from a domain of your own: add it with `POST /domains` and verify it with `POST /domains/{{id}}/verify`."
-        ))
-        .with_error(format!("{prefix}from"), "the development sender works only in development"));
-    }
-    let domain = facts
-        .domains
-        .get(&from_domain)
-        .filter(|d| d.status == DomainStatus::Verified && d.sending_enabled)
-        .ok_or_else(|| {
-            ApiError::not_allowed(crate::routes::domains::not_sendable(&from_domain, facts.domains.get(&from_domain)))
-            .with_error(format!("{prefix}from"), "the domain is not verified on this team")
-        })?;
+    let domain = domains::can_send(facts.domains.get(&from_domain), facts.development).map_err(|why| {
+        let field = match why {
+            domains::NotSendable::DevelopmentOnly => "the development sender works only in development",
+            _ => "the domain is not verified on this team",
+        };
+        let id = facts.domains.get(&from_domain).map(|d| d.id);
+        ApiError::not_allowed(why.explain(&from_domain, id)).with_error(format!("{prefix}from"), field)
+    })?;
     if caller.domain_id.is_some_and(|pinned| pinned != domain.id) {
         return Err(ApiError::not_allowed(format!("This API key can only send from its own domain, not {from_domain}."))
             .with_error(format!("{prefix}from"), "the key is pinned to another domain"));

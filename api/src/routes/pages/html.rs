@@ -1,16 +1,8 @@
-//! Pages served to people rather than programs, at `HERALD_PUBLIC_URL`: plain server-rendered
-//! HTML without JavaScript.
+//! What the pages served to people share, at `HERALD_PUBLIC_URL`: plain server-rendered HTML
+//! without JavaScript, its content policies, the document frame and escaping.
 
-use crate::http::error::ApiResult;
-use crate::routes::Tag;
-use crate::state::AppState;
-use poem::web::Data;
-use poem_openapi::param::Path;
 use poem_openapi::payload::Html;
 use poem_openapi::ApiResponse;
-use schema::store::{emails, shares};
-
-pub struct PagesApi;
 
 /// No scripts anywhere; the email's own HTML is shown in a sandboxed frame, with only inline
 /// styles and https or inline images.
@@ -50,7 +42,7 @@ pub enum PageResponse {
 pub const FORM_POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 impl PageResponse {
-    fn page(html: String) -> Self {
+    pub fn page(html: String) -> Self {
         PageResponse::Ok(Html(html), PAGE_POLICY.into(), "no-store".into(), "no-referrer".into(), "noindex, nofollow".into())
     }
 
@@ -62,52 +54,6 @@ impl PageResponse {
     pub fn not_found() -> Self {
         PageResponse::NotFound(Html(not_found_page()), "no-store".into())
     }
-}
-
-#[poem_openapi::OpenApi(tag = "Tag::Pages")]
-impl PagesApi {
-    /// The read-only view of a sent email behind a link from `POST /emails/{email_id}/share`
-    /// (`text/html`). An unknown, expired or revoked link answers the same 404 page.
-    #[oai(path = "/share/:token", method = "get", operation_id = "view-shared-email")]
-    async fn shared_email(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<PageResponse> {
-        let mut conn = state.pool.acquire().await?;
-        let Some(email_id) = shares::live_email(&mut conn, &schema::secret::hash(&token.0)).await? else {
-            return Ok(PageResponse::not_found());
-        };
-        let Some(email) = emails::by_id(&mut conn, email_id).await? else { return Ok(PageResponse::not_found()) };
-        let recipients = emails::recipients(&mut conn, &[email_id]).await?;
-        let attachments = emails::attachments(&mut conn, email_id).await?;
-        Ok(PageResponse::page(email_page(&email, &recipients, &attachments)))
-    }
-}
-
-/// The page of one email: its headers, its body, and its attachments' names. Bcc recipients are
-/// not shown.
-fn email_page(email: &emails::Email, recipients: &[emails::Recipient], attachments: &[emails::Attachment]) -> String {
-    let list = |kind: &str| {
-        recipients.iter().filter(|r| r.kind == kind).map(|r| escape(&r.address)).collect::<Vec<_>>().join(", ")
-    };
-    let mut rows = vec![("From", escape(&email.from_header)), ("To", list("to"))];
-    let cc = list("cc");
-    if !cc.is_empty() {
-        rows.push(("Cc", cc));
-    }
-    rows.push(("Date", escape(&email.created_at.format("%a, %d %b %Y %H:%M UTC").to_string())));
-    let mut body = format!("<main><h1>{}</h1><dl>", escape(&email.subject));
-    for (name, value) in rows {
-        body.push_str(&format!("<dt>{name}</dt><dd>{value}</dd>"));
-    }
-    body.push_str("</dl>");
-    body.push_str(&message_body(email.html.as_deref(), email.text.as_deref()));
-    if !attachments.is_empty() {
-        body.push_str("<h2>Attachments</h2><ul>");
-        for attachment in attachments {
-            body.push_str(&format!("<li>{} ({} bytes)</li>", escape(&attachment.filename), attachment.size));
-        }
-        body.push_str("</ul>");
-    }
-    body.push_str("</main>");
-    document(&email.subject, &body)
 }
 
 /// A message's body for a page: its HTML in a sandboxed frame, else its text.

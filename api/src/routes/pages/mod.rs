@@ -5,5 +5,6 @@
 pub mod html;
 pub mod outbox;
 pub mod preferences;
+pub mod share;
 pub mod spool;
 pub mod tracking;

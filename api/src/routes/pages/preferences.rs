@@ -6,7 +6,7 @@
 use crate::http::error::ApiResult;
 use crate::http::form::FormBody;
 use crate::routes::Tag;
-use crate::routes::audience::contacts::{Origin, consent};
+use crate::routes::audience::consent::{Origin, consent};
 use crate::routes::pages::html::{PageResponse, escape};
 use crate::state::AppState;
 use poem::Request;

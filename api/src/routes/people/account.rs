@@ -18,15 +18,12 @@ use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
 use schema::store::people;
 use serde::Deserialize;
-use sqlx::PgConnection;
-use uuid::Uuid;
+use crate::routes::people::login::{second_factor};
+use crate::routes::people::links::{mail_verification, mint_link, VERIFY};
 
 pub struct AccountApi;
 
-const VERIFY: &str = "verify_email";
 const RESET: &str = "reset_password";
-/// How long a verification link works.
-const VERIFY_HOURS: i64 = 7 * 24;
 /// How long a reset link works.
 const RESET_MINUTES: i64 = 60;
 /// Links of one kind mailed to one person per hour; more are not sent.
@@ -141,7 +138,7 @@ impl AccountApi {
     /// account. The answer is the same either way, so it does not tell who has an account.
     #[oai(path = "/auth/password-reset", method = "post", operation_id = "request-password-reset")]
     async fn request_reset(&self, state: Data<&AppState>, body: Body<ResetRequest>) -> ApiResult<Requested> {
-        let email = crate::routes::people::auth::address(body.0.email.0)?;
+        let email = crate::routes::people::login::address(body.0.email.0)?;
         let mut tx = state.pool.begin().await?;
         if let Some(person) = people::by_email(&mut tx, &email).await?
             && people::tokens_since(&mut tx, person.id, RESET, Utc::now() - TimeDelta::hours(1)).await? < LINKS_PER_HOUR
@@ -174,7 +171,7 @@ impl AccountApi {
     async fn reset(&self, state: Data<&AppState>, token: Path<String>, form: FormBody) -> ApiResult<PageResponse> {
         let hash = schema::secret::hash(&token.0);
         let password = form.first("password").unwrap_or_default().to_string();
-        let password_hash = match crate::routes::people::auth::new_password_hash(password).await {
+        let password_hash = match crate::routes::people::login::new_password_hash(password).await {
             Ok(hash) => hash,
             Err(error) => {
                 let mut conn = state.pool.acquire().await?;
@@ -254,40 +251,6 @@ impl AccountApi {
         tx.commit().await?;
         Ok(Json(TotpState { object: "totp".into(), enabled: false, recovery_codes: Vec::new() }))
     }
-}
-
-/// Checks a second factor in `tx`: the current TOTP code (each accepted once) or an unused
-/// recovery code (used up by it).
-pub async fn second_factor(tx: &mut PgConnection, person_id: Uuid, code: &str) -> ApiResult<bool> {
-    let totp = people::totp(tx, person_id).await?;
-    let (Some(sealed), Some(_)) = (totp.totp_secret, totp.totp_enabled_at) else { return Ok(false) };
-    let secret = crate::routes::people::mfa::open(tx, &sealed).await?;
-    if let Some(step) = crate::routes::people::mfa::check(&secret, code, Utc::now().timestamp(), totp.totp_last_step) {
-        people::spend_totp_step(tx, person_id, step).await?;
-        return Ok(true);
-    }
-    Ok(people::use_recovery_code(tx, person_id, &crate::routes::people::mfa::recovery_hash(code)).await?)
-}
-
-/// Mails a new address-confirmation link in `tx` (when account mail is configured).
-pub async fn mail_verification(tx: &mut PgConnection, state: &AppState, person_id: Uuid, email: &str) -> ApiResult<()> {
-    let link = mint_link(tx, state, person_id, VERIFY, TimeDelta::hours(VERIFY_HOURS), "verify-email").await?;
-    let mail = AccountMail {
-        subject: "Confirm your address for Herald",
-        intro: "Confirm this address for your Herald account:",
-        action: "Confirm your address",
-        link: &link,
-        outro: "The link works for 7 days. If you did not sign up, ignore this message.",
-    };
-    account_mail::send(tx, &state.config, email, &mail).await?;
-    Ok(())
-}
-
-/// Stores a new single-use link of `purpose` and answers its URL under `/auth/{page}/`.
-async fn mint_link(tx: &mut PgConnection, state: &AppState, person_id: Uuid, purpose: &str, life: TimeDelta, page: &str) -> ApiResult<String> {
-    let token = schema::secret::mint("");
-    people::insert_token(tx, person_id, purpose, &token.hash, Utc::now() + life).await?;
-    Ok(format!("{}/auth/{page}/{}", state.config.public_url.trim_end_matches('/'), token.plaintext))
 }
 
 fn reset_form(email: &str, problem: Option<&str>) -> PageResponse {

@@ -9,9 +9,9 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Nullable, Required};
 use crate::http::form::FormBody;
 use crate::routes::Tag;
-use crate::routes::people::auth::{Role, SessionView};
+use crate::routes::people::session::{Role, SessionView};
 use crate::routes::pages::html::{FORM_POLICY, document, escape, not_found_page};
-use crate::routes::people::teams::admin_team;
+use crate::routes::people::membership::admin_team;
 use crate::state::{AppState, SessionCaller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -101,8 +101,8 @@ impl InvitationsApi {
         let body = body.0;
         let session = &session.0.session;
         let team_id = admin_team(session)?;
-        let email = crate::routes::people::auth::address(body.email.0)?;
-        let role = crate::routes::people::auth::role(body.role.0)?;
+        let email = crate::routes::people::login::address(body.email.0)?;
+        let role = crate::routes::people::session::role(body.role.0)?;
         let mut tx = state.pool.begin().await?;
         let inviter = Inviter::Person { id: session.person_id, name: &session.name };
         let invitation = invite(&mut tx, &state.config, team_id, &email, &role, inviter).await?.invitation;
@@ -145,7 +145,7 @@ impl InvitationsApi {
         }
         people::accept_invitation(&mut tx, &invitation, session.person_id).await?;
         people::confirm_email(&mut tx, session.person_id).await?;
-        let now = crate::routes::people::teams::switch(&mut tx, session.id, invitation.team_id).await?;
+        let now = crate::routes::people::membership::switch(&mut tx, session.id, invitation.team_id).await?;
         tx.commit().await?;
         Ok(Json(now))
     }
@@ -175,7 +175,7 @@ impl InvitationsApi {
         let person_id = match existing {
             Some(_) => {
                 let ip = crate::routes::pages::html::visitor(request).0;
-                match crate::routes::people::auth::authenticate(&state, &invitation.email, &password, form.first("mfa_code"), ip.as_deref()).await {
+                match crate::routes::people::login::authenticate(&state, &invitation.email, &password, form.first("mfa_code"), ip.as_deref()).await {
                     Ok(person) => Some(person.id),
                     Err(error) => return Ok(join_form(&invitation, has_account, Some(&error.message))),
                 }
@@ -187,10 +187,10 @@ impl InvitationsApi {
         let person_id = match person_id {
             Some(id) => id,
             None => {
-                let Some(name) = crate::routes::people::auth::person_name(form.first("name").unwrap_or_default()) else {
+                let Some(name) = crate::routes::people::login::person_name(form.first("name").unwrap_or_default()) else {
                     return Ok(join_form(&invitation, has_account, Some("Give your name (1 to 100 characters).")));
                 };
-                let hash = match crate::routes::people::auth::new_password_hash(password).await {
+                let hash = match crate::routes::people::login::new_password_hash(password).await {
                     Ok(hash) => hash,
                     Err(_) => return Ok(join_form(&invitation, has_account, Some("The password must be 10 to 200 characters."))),
                 };
@@ -203,7 +203,7 @@ impl InvitationsApi {
         };
         people::accept_invitation(&mut tx, &invitation, person_id).await?;
         people::confirm_email(&mut tx, person_id).await?;
-        let (_, cookie) = crate::routes::people::auth::open(&state, &mut tx, person_id, Some(invitation.team_id)).await?;
+        let (_, cookie) = crate::routes::people::session::open(&state, &mut tx, person_id, Some(invitation.team_id)).await?;
         tx.commit().await?;
         let body = format!("<main><h1>Welcome to {}</h1><p class=\"notice\">You joined the team as {}. You are signed in.</p></main>", escape(&invitation.team_name), escape(&invitation.role));
         Ok(InvitationPage::Joined(Html(document("Joined", &body)), FORM_POLICY.into(), "no-store".into(), cookie))

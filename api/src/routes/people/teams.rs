@@ -6,15 +6,16 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Required};
 use poem_openapi::param::Path;
 use crate::routes::Tag;
-use crate::routes::people::auth::{Role, SessionView};
+use crate::routes::people::session::{Role, SessionView};
 use crate::state::{AppState, Caller, SessionCaller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
-use schema::store::{people, teams};
+use schema::store::people;
 use serde::Deserialize;
 use uuid::Uuid;
+use crate::routes::people::membership::{switch, current_team, admin_team, create_for};
 
 pub struct TeamsApi;
 pub struct MembersApi;
@@ -145,7 +146,7 @@ impl TeamsApi {
     /// last admin away is `422 validation_error`; someone outside the team is `404 not_found`.
     #[oai(path = "/team/members/:user_id", method = "patch", operation_id = "update-team-member")]
     async fn change_role(&self, state: Data<&AppState>, session: Data<&SessionCaller>, user_id: Path<String>, body: Body<ChangeRole>) -> ApiResult<Json<TeamMember>> {
-        let role = crate::routes::people::auth::role(body.0.role.0)?;
+        let role = crate::routes::people::session::role(body.0.role.0)?;
         let team_id = admin_team(&session.0.session)?;
         let person_id: Uuid = crate::routes::path_id(&user_id.0, "Team member")?;
         let mut tx = state.pool.begin().await?;
@@ -173,27 +174,6 @@ impl TeamsApi {
     }
 }
 
-/// Makes `team_id` the session's current team and answers the session as it is now.
-pub async fn switch(tx: &mut sqlx::PgConnection, session_id: Uuid, team_id: Uuid) -> ApiResult<SessionView> {
-    people::switch_team(tx, session_id, team_id).await?;
-    let now = people::session_by_id(tx, session_id).await?.ok_or_else(|| anyhow::anyhow!("the session is gone"))?;
-    Ok(crate::routes::people::auth::view(&now))
-}
-
-/// The session's current team; `403 invalid_permission` when it has none.
-pub fn current_team(session: &people::Session) -> ApiResult<Uuid> {
-    session.team_id.ok_or_else(|| ApiError::invalid_permission("The session has no current team; switch to one with `POST /teams/{team_id}/switch`."))
-}
-
-/// The session's current team when the person is its admin; `403 invalid_permission` otherwise.
-pub fn admin_team(session: &people::Session) -> ApiResult<Uuid> {
-    let team_id = current_team(session)?;
-    if session.role.as_deref() != Some("admin") {
-        return Err(ApiError::invalid_permission("Only an admin of the team can do this."));
-    }
-    Ok(team_id)
-}
-
 fn member_change(change: people::MemberChange) -> ApiResult<()> {
     match change {
         people::MemberChange::Done => Ok(()),
@@ -216,17 +196,4 @@ impl MembersApi {
         let data = members.into_iter().map(member_view).collect();
         Ok(Json(TeamMemberList { object: "list".into(), data }))
     }
-}
-
-/// Creates a team named `name` (1 to 80 characters, one line) with the person as its admin; in
-/// development it has the development sender at once.
-pub async fn create_for(tx: &mut sqlx::PgConnection, person_id: Uuid, name: &str, development: bool) -> ApiResult<Uuid> {
-    let name = crate::http::input::one_line(name, 80).ok_or_else(|| ApiError::refused_field("name", "must be 1 to 80 characters on one line"))?;
-    let team_id = schema::ids::new_id();
-    teams::insert(tx, team_id, &name, &format!("team-{}", team_id.simple())).await?;
-    people::add_member(tx, team_id, person_id, "admin").await?;
-    if development {
-        schema::store::domains::give_dev_sender(tx, Some(team_id)).await?;
-    }
-    Ok(team_id)
 }

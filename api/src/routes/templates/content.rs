@@ -4,7 +4,7 @@
 
 use crate::http::error::{ApiError, ApiResult, FieldError};
 use crate::http::fields::{Choice, Choices, Nullable, Required};
-use crate::routes::team::profile::{BRAND_KIT_FIELDS, checked_brand_field};
+use crate::routes::team::brand_kit::{BRAND_KIT_FIELDS, checked_brand_field};
 use poem::http::StatusCode;
 use poem_openapi::Object;
 use poem_openapi::types::MaybeUndefined;
@@ -413,7 +413,7 @@ pub async fn checks(conn: &mut PgConnection, public_url: &str, team_id: Uuid, co
     let facts = schema::store::templates::catalog_facts(conn, team_id).await?;
     let properties: HashMap<String, String> = facts.properties.into_iter().collect();
     let html = content.html.as_deref().unwrap_or_default();
-    let prefix = format!("{public_url}{}", crate::routes::team::brand_assets::ASSET_PATH);
+    let prefix = format!("{public_url}{}", crate::routes::team::brand_kit::ASSET_PATH);
     let ids: Vec<Uuid> = html.match_indices(&prefix).filter_map(|(at, _)| html.get(at + prefix.len()..at + prefix.len() + 36)).filter_map(schema::ids::parse_id).collect();
     let sizes: HashMap<String, u64> = if ids.is_empty() {
         HashMap::new()

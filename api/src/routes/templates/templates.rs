@@ -8,7 +8,7 @@ use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, IdText, Nullable, Required, Search};
 use crate::http::paging::{page_request, search_text};
 use crate::routes::{Deleted, Tag, Updated};
-use crate::routes::emails::accept::Addresses;
+use crate::routes::emails::send_body::Addresses;
 use crate::state::{AppState, Caller};
 use crate::routes::templates::content::{self, ContentInput, VariableIn, VariableView};
 use chrono::{DateTime, Utc};

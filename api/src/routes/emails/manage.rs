@@ -1,0 +1,245 @@
+//! One sent email: read it with its timeline, reschedule or cancel it, read its attachments;
+//! and the team's sending metrics.
+
+use crate::http::body::Body;
+use crate::http::error::{ApiError, ApiResult};
+use crate::http::paging::date_range;
+use crate::http::fields::{InstantOrDate, Nullable};
+use crate::routes::{Tag, Updated, path_id};
+use crate::state::{AppState, Caller};
+use base64::Engine;
+use chrono::{DateTime, Utc};
+use poem::http::StatusCode;
+use poem::web::Data;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use poem_openapi::Object;
+use schema::jobs::Deliver;
+use schema::store::emails::{self, Email};
+use schema::store::events::{self, NewEvent};
+use serde::Deserialize;
+use std::collections::HashMap;
+use crate::routes::emails::views::{TimelineItem, EmailView, view};
+
+pub struct EmailsApi;
+
+#[poem_openapi::OpenApi(tag = "Tag::Emails")]
+impl EmailsApi {
+    /// Delivery, bounce, complaint and engagement counts of the emails accepted in a window
+    /// (default the last 30 days), each email counted once per outcome.
+    #[oai(path = "/emails/metrics", method = "get", operation_id = "get-email-metrics")]
+    async fn metrics(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// ISO 8601 instant or calendar date, inclusive (default 30 days before `end_date`).
+        start_date: Query<Option<InstantOrDate>>,
+        /// ISO 8601 instant or calendar date, inclusive (default now, or `start_date` when that is later).
+        end_date: Query<Option<InstantOrDate>>,
+    ) -> ApiResult<Json<EmailMetrics>> {
+        let (start, end) = date_range(start_date.0, end_date.0, true)?;
+        let end = end.unwrap_or_else(|| start.map_or_else(Utc::now, |start| start.max(Utc::now())));
+        let start = start.unwrap_or(end - chrono::TimeDelta::days(30));
+        if end < start {
+            return Err(ApiError::invalid_parameter("start_date", "must not be after `end_date`"));
+        }
+        let mut conn = state.pool.acquire().await?;
+        let counts: HashMap<String, i64> = emails::metrics(&mut conn, caller.team_id, start, end).await?.into_iter().collect();
+        let count = |kind: &str| counts.get(kind).copied().unwrap_or(0);
+        let received = count("received");
+        let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
+        Ok(Json(EmailMetrics {
+            object: "email_metrics".into(),
+            start_date: start,
+            end_date: end,
+            received,
+            sent: count("email.sent"),
+            delivered: count("email.delivered"),
+            delivery_delayed: count("email.delivery_delayed"),
+            bounced: count("email.bounced"),
+            complained: count("email.complained"),
+            failed: count("email.failed"),
+            suppressed: count("email.suppressed"),
+            canceled: count("email.canceled"),
+            opened: count("email.opened"),
+            clicked: count("email.clicked"),
+            delivery_rate: rate(count("email.delivered")),
+            bounce_rate: rate(count("email.bounced")),
+            complaint_rate: rate(count("email.complained")),
+            open_rate: rate(count("email.opened")),
+            click_rate: rate(count("email.clicked")),
+        }))
+    }
+
+    /// Retrieve an email with its recipients' delivery and its event timeline.
+    #[oai(path = "/emails/:email_id", method = "get", operation_id = "get-email")]
+    async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<EmailView>> {
+        let id = path_id(&email_id.0, "Email")?;
+        let mut conn = state.pool.acquire().await?;
+        let email = emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let recipients = emails::recipients(&mut conn, &[id]).await?;
+        let timeline = emails::timeline(&mut conn, id).await?;
+        let mut view = view(email, &recipients, true);
+        view.events = Nullable::from(Some(
+            timeline
+                .into_iter()
+                .map(|e| TimelineItem { id: e.id.to_string(), event_type: e.event_type, created_at: e.created_at, data: e.data })
+                .collect(),
+        ));
+        Ok(Json(view))
+    }
+
+    /// Reschedule a scheduled email. Once a worker has dispatched it: `409 resource_locked`.
+    #[oai(path = "/emails/:email_id", method = "patch", operation_id = "update-email")]
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        body: Body<Reschedule>,
+    ) -> ApiResult<Json<Updated>> {
+        let id = path_id(&email_id.0, "Email")?;
+        let at = schema::when::parse_scheduled_at(&body.0.scheduled_at, Utc::now())
+            .map_err(|e| ApiError::invalid_field("scheduled_at", e.message()))?;
+        let mut tx = state.pool.begin().await?;
+        let email = emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        if email.dispatched_at.is_some() || email.last_event != "scheduled" {
+            return Err(locked(&email));
+        }
+        emails::reschedule(&mut tx, id, at).await?;
+        schema::jobs::enqueue_at(&mut tx, &Deliver { email_id: id }, at.into()).await.map_err(anyhow::Error::from)?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "email".into(), id: id.to_string() }))
+    }
+
+    /// Cancel an email no worker has dispatched yet; emits `email.canceled`. Once dispatched:
+    /// `409 resource_locked`.
+    #[oai(path = "/emails/:email_id/cancel", method = "post", operation_id = "cancel-email")]
+    async fn cancel(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<Updated>> {
+        let id = path_id(&email_id.0, "Email")?;
+        let mut tx = state.pool.begin().await?;
+        let email = emails::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        if email.dispatched_at.is_some() || !matches!(email.last_event.as_str(), "scheduled" | "queued") {
+            return Err(locked(&email));
+        }
+        emails::cancel(&mut tx, id).await?;
+        let recipients = emails::recipients(&mut tx, &[id]).await?;
+        let to: Vec<&str> = recipients.iter().map(|r| r.email.as_str()).collect();
+        let event = NewEvent { team_id: caller.team_id, event_type: "email.canceled", data: email.event_data(&to, None), email_id: Some(id) };
+        events::emit(&mut tx, &[event]).await?;
+        tx.commit().await?;
+        Ok(Json(Updated { object: "email".into(), id: id.to_string() }))
+    }
+
+    /// List an email's attachments (without their bytes).
+    #[oai(path = "/emails/:email_id/attachments", method = "get", operation_id = "list-email-attachments")]
+    async fn attachments(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<AttachmentList>> {
+        let id = path_id(&email_id.0, "Email")?;
+        let mut conn = state.pool.acquire().await?;
+        emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let data = emails::attachments(&mut conn, id).await?.into_iter().map(|a| attachment_view(a, None)).collect();
+        Ok(Json(AttachmentList { object: "list".into(), has_more: false, data }))
+    }
+
+    /// Retrieve one attachment with its bytes (base64).
+    #[oai(path = "/emails/:email_id/attachments/:attachment_id", method = "get", operation_id = "get-email-attachment")]
+    async fn attachment(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        attachment_id: Path<String>,
+    ) -> ApiResult<Json<AttachmentView>> {
+        let id = path_id(&email_id.0, "Email")?;
+        let attachment_id = path_id(&attachment_id.0, "Attachment")?;
+        let mut conn = state.pool.acquire().await?;
+        emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        let found = emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
+        Ok(Json(attachment_view(found.attachment, Some(base64::engine::general_purpose::STANDARD.encode(found.content)))))
+    }
+}
+
+/// Of the emails accepted in a window, how many reached each outcome. Rates are fractions of
+/// `received`.
+#[derive(Object)]
+pub struct EmailMetrics {
+    /// Always `email_metrics`.
+    pub object: String,
+    pub start_date: DateTime<Utc>,
+    pub end_date: DateTime<Utc>,
+    /// Emails accepted from you for sending in the window (not inbound mail).
+    pub received: i64,
+    /// ...with at least one recipient's server accepting them (`email.sent`).
+    pub sent: i64,
+    /// ...delivered to at least one recipient's own mail server.
+    pub delivered: i64,
+    pub delivery_delayed: i64,
+    pub bounced: i64,
+    pub complained: i64,
+    pub failed: i64,
+    pub suppressed: i64,
+    pub canceled: i64,
+    /// Engagement: opened at least once (when open tracking is on).
+    pub opened: i64,
+    /// Engagement: a link clicked at least once (when click tracking is on).
+    pub clicked: i64,
+    pub delivery_rate: f64,
+    pub bounce_rate: f64,
+    pub complaint_rate: f64,
+    pub open_rate: f64,
+    pub click_rate: f64,
+}
+
+/// Body of `PATCH /emails/{email_id}`.
+#[derive(Object, Deserialize)]
+pub struct Reschedule {
+    /// The new time: ISO 8601 or a phrase, 1 minute to 30 days ahead.
+    pub scheduled_at: String,
+}
+
+/// An attachment of a sent email.
+#[derive(Object)]
+pub struct AttachmentView {
+    /// Always `attachment`.
+    pub object: String,
+    pub id: String,
+    pub filename: String,
+    pub content_type: String,
+    pub content_id: Nullable<String>,
+    /// Bytes.
+    pub size: i32,
+    /// The bytes, base64 (retrieve only).
+    pub content: Nullable<String>,
+}
+
+/// The attachments of an email.
+#[derive(Object)]
+pub struct AttachmentList {
+    /// Always `list`.
+    pub object: String,
+    pub has_more: bool,
+    pub data: Vec<AttachmentView>,
+}
+
+pub fn locked(email: &Email) -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "resource_locked",
+        format!("The email is already {}; it can no longer be rescheduled or canceled.", match email.last_event.as_str() {
+            "scheduled" | "queued" => "dispatched",
+            other => other,
+        }),
+    )
+}
+
+pub fn attachment_view(attachment: emails::Attachment, content: Option<String>) -> AttachmentView {
+    AttachmentView {
+        object: "attachment".into(),
+        id: attachment.id.to_string(),
+        filename: attachment.filename,
+        content_type: attachment.content_type,
+        content_id: attachment.content_id.into(),
+        size: attachment.size,
+        content: content.into(),
+    }
+}
