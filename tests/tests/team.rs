@@ -182,8 +182,11 @@ async fn a_nul_or_a_ten_megabyte_string_in_any_field_is_refused_and_changes_noth
             bodies.push(kit(field, value));
         }
         for body in bodies {
+            // A NUL is refused by the body's check (400); ten megabytes pass the route's body
+            // limit and are refused before they are read on (413).
+            let expected = if value.len() > 1024 * 1024 { 413 } else { 400 };
             let answer = app.patch("/team", body).await;
-            assert_eq!(answer.status, 400, "{}", answer.body);
+            assert_eq!(answer.status, expected, "{}", answer.body);
             assert_eq!(answer.body["name"], "validation_error");
         }
     }

@@ -2,7 +2,7 @@
 //! every failure names its field. An empty body reads as `{}`; the `Content-Type` is not
 //! required (clients in the wild omit it).
 
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorKind};
 use poem::{Request, RequestBody};
 use poem_openapi::payload::{ParsePayload, Payload};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSchemaRef, Registry};
@@ -25,7 +25,7 @@ pub async fn read_limited(req: &mut Request, limit: usize) -> Result<Vec<u8>, Ap
     let mut stream = req.take_body().into_bytes_stream();
     let mut data = Vec::with_capacity(declared.unwrap_or(0) as usize);
     while let Some(chunk) = stream.try_next().await.map_err(|error| {
-        ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", format!("The request body could not be read: {error}."))
+        ApiError::new(ErrorKind::Invalid, format!("The request body could not be read: {error}."))
     })? {
         if data.len() + chunk.len() > limit {
             return Err(too_large(limit));
@@ -37,10 +37,7 @@ pub async fn read_limited(req: &mut Request, limit: usize) -> Result<Vec<u8>, Ap
 
 /// `413` with the standard error body, naming the limit.
 fn too_large(limit: usize) -> ApiError {
-    ApiError::new(
-        poem::http::StatusCode::PAYLOAD_TOO_LARGE,
-        "validation_error",
-        format!("The request body is larger than this route takes: at most {limit} bytes."),
+    ApiError::new(ErrorKind::TooLarge, format!("The request body is larger than this route takes: at most {limit} bytes."),
     )
 }
 
@@ -68,7 +65,7 @@ impl<T: Type + DeserializeOwned + Send + 'static> ParsePayload for Body<T> {
 
     async fn from_request(_request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
         let bytes = body.take()?.into_bytes().await.map_err(|_| {
-            ApiError::new(poem::http::StatusCode::BAD_REQUEST, "validation_error", "The request body could not be read.")
+            ApiError::new(ErrorKind::Invalid, "The request body could not be read.")
         })?;
         let value = read_value(&bytes)?;
         check_shapes::<T>(&value)?;
@@ -112,17 +109,11 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
 fn read_value(bytes: &[u8]) -> Result<serde_json::Value, ApiError> {
     let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { bytes };
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|error| {
-        ApiError::new(
-            poem::http::StatusCode::BAD_REQUEST,
-            "validation_error",
-            format!("The request body is not valid JSON: {error}."),
+        ApiError::new(ErrorKind::Invalid, format!("The request body is not valid JSON: {error}."),
         )
     })?;
     if !value.is_object() && !value.is_array() {
-        return Err(ApiError::new(
-            poem::http::StatusCode::BAD_REQUEST,
-            "validation_error",
-            "The request body must be a JSON object.",
+        return Err(ApiError::new(ErrorKind::Invalid, "The request body must be a JSON object.",
         ));
     }
     crate::http::input::check_body(&value)?;

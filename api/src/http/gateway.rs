@@ -3,7 +3,7 @@
 //! the public JSON error, the rate-limit headers are set and the call is logged.
 
 use crate::http::credentials::{bearer_token, cookie};
-use crate::http::error::{ApiError, json_response};
+use crate::http::error::{ApiError, ErrorKind, json_response};
 use crate::http::operations::{self, Access, Operation, Routing};
 use crate::http::request_log::{source_of, stored_body};
 use crate::state::{AppState, Caller, RequestContext, SessionCaller};
@@ -144,7 +144,7 @@ impl<E: Endpoint> Gateway<E> {
         // name themselves.
         let hosted_page = operation.is_some_and(|o| o.access == Access::Page);
         if !hosted_page && req.header(header::USER_AGENT).is_none_or(|ua| ua.trim().is_empty()) {
-            let mut error = ApiError::new(StatusCode::FORBIDDEN, "validation_error", "The `User-Agent` header is required.");
+            let mut error = ApiError::new(ErrorKind::NotAllowed, "The `User-Agent` header is required.");
             error.code = Some(1010);
             return answer(handled, error);
         }
@@ -154,6 +154,11 @@ impl<E: Endpoint> Gateway<E> {
             Some(operation) if matches!(*req.method(), Method::POST | Method::PATCH | Method::PUT | Method::DELETE) => {
                 match crate::http::body::read_limited(&mut req, operation.body_limit).await {
                     Ok(bytes) => Some(bytes),
+                    Err(error) if operation.answers_oauth_errors() => {
+                        let body = serde_json::json!({ "error": "invalid_request", "error_description": error.message });
+                        handled.response = json_response(error.status, &body);
+                        return handled;
+                    }
                     Err(error) => return answer(handled, error),
                 }
             }
@@ -176,7 +181,7 @@ impl<E: Endpoint> Gateway<E> {
             }
         } else if needs_key || (routing.is_some() && operation.is_none() && bearer.is_some()) {
             let Some(token) = bearer else {
-                return answer(handled, ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
+                return answer(handled, ApiError::new(ErrorKind::MissingApiKey, "Missing API key in the authorization header. Include the following header `Authorization: Bearer rk_xxxxxxxxx` in the request."));
             };
             let (caller, touch) = match self.authenticate(&token, request_id, &mut handled).await {
                 Ok(found) => found,
@@ -249,15 +254,15 @@ impl<E: Endpoint> Gateway<E> {
             ApiError::internal(request_id)
         })?;
         let Some(key) = lookup else {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "API key is invalid."));
+            return Err(ApiError::new(ErrorKind::InvalidApiKey, "API key is invalid."));
         };
         handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id) });
         record_team(Some(key.team_id));
         if key.status == KeyStatus::Revoked {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "restricted_api_key", "This API key has been revoked."));
+            return Err(ApiError::new(ErrorKind::RevokedKey, "This API key has been revoked."));
         }
         if key.status == KeyStatus::Suspended || key.risk_state == RiskState::Suspended {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "This API key is suspended."));
+            return Err(ApiError::new(ErrorKind::SuspendedApiKey, "This API key is suspended."));
         }
         let touch = key.last_used_at.is_none_or(|at| chrono::Utc::now() - at > chrono::TimeDelta::minutes(1)).then_some(key.key_id);
         let caller = Caller {
@@ -283,10 +288,7 @@ impl<E: Endpoint> Gateway<E> {
         if verdict.allowed {
             return Ok(());
         }
-        let mut response = ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "rate_limit_exceeded",
-            format!(
+        let mut response = ApiError::new(ErrorKind::RateLimitExceeded, format!(
                 "Too many requests. You can only make {} requests per second. Slow down or ask the operator to raise the limit.",
                 self.state.config.rate_limit_refill
             ),
@@ -307,7 +309,7 @@ impl<E: Endpoint> Gateway<E> {
             return Err(ApiError::invalid_permission("This route takes an OAuth access token only; API keys do not reach it."));
         }
         if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "restricted_api_key", "This API key is restricted to only send emails."));
+            return Err(ApiError::new(ErrorKind::SendingOnlyKey, "This API key is restricted to only send emails."));
         }
         // Only requests that carry a session cookie pay for looking it up.
         if cookie(req, crate::http::credentials::COOKIE).is_some() {
@@ -329,10 +331,10 @@ impl<E: Endpoint> Gateway<E> {
             ApiError::internal(request_id)
         })?;
         let Some(found) = found else {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The access token is invalid, expired or revoked."));
+            return Err(ApiError::new(ErrorKind::InvalidApiKey, "The access token is invalid, expired or revoked."));
         };
         if found.risk_state == RiskState::Suspended {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, "suspended_api_key", "The token's team is suspended."));
+            return Err(ApiError::new(ErrorKind::SuspendedApiKey, "The token's team is suspended."));
         }
         Ok(Caller {
             team_id: found.team_id,
@@ -348,11 +350,11 @@ impl<E: Endpoint> Gateway<E> {
     /// The live session of the request's cookie; a write must carry its CSRF token.
     async fn session_of(&self, req: &Request) -> Result<people::Session, ApiError> {
         let Some(token) = cookie(req, crate::http::credentials::COOKIE) else {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "missing_api_key", "Sign in: this route takes the dashboard session cookie."));
+            return Err(ApiError::new(ErrorKind::MissingApiKey, "Sign in: this route takes the dashboard session cookie."));
         };
         let found = people::session(&mut *self.state.pool.acquire().await?, &schema::secret::hash(&token)).await?;
         let Some(session) = found else {
-            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The session has ended or is unknown; sign in again."));
+            return Err(ApiError::new(ErrorKind::InvalidApiKey, "The session has ended or is unknown; sign in again."));
         };
         let reads = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
         if !reads && req.header("x-csrf-token") != Some(session.csrf_token.as_str()) {
@@ -400,9 +402,9 @@ fn sent_email_id(operation: Option<&Operation>, status: StatusCode, body: Option
 fn routing_error(routing: Option<Routing>) -> ApiError {
     match routing {
         Some(Routing::WrongMethod) => {
-            ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "Method is not allowed for the requested path.")
+            ApiError::new(ErrorKind::MethodNotAllowed, "Method is not allowed for the requested path.")
         }
-        _ => ApiError::new(StatusCode::NOT_FOUND, "not_found", "The requested endpoint could not be found."),
+        _ => ApiError::new(ErrorKind::NotFound, "The requested endpoint could not be found."),
     }
 }
 
@@ -444,7 +446,7 @@ pub fn error_response(error: poem::Error, request_id: &str) -> Response {
         api.clone()
     } else if let Some(param) = error.downcast_ref::<ParseParamError>() {
         if param.reason.contains("expects an input value") {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "missing_required_parameter", format!("Missing `{}` parameter.", param.name))
+            ApiError::new(ErrorKind::MissingRequiredParameter, format!("Missing `{}` parameter.", param.name))
                 .with_error(param.name, "is required")
         } else {
             ApiError::invalid_parameter(param.name, param.reason.clone())
@@ -452,9 +454,9 @@ pub fn error_response(error: poem::Error, request_id: &str) -> Response {
     } else if let Some(path) = error.downcast_ref::<ParsePathError>() {
         ApiError::invalid_parameter(path.name, path.reason.clone())
     } else if let Some(payload) = error.downcast_ref::<ParseRequestPayloadError>() {
-        ApiError::new(StatusCode::BAD_REQUEST, "validation_error", payload.reason.clone())
+        ApiError::new(ErrorKind::Invalid, payload.reason.clone())
     } else if error.downcast_ref::<ContentTypeError>().is_some() {
-        ApiError::new(StatusCode::BAD_REQUEST, "validation_error", error.to_string())
+        ApiError::new(ErrorKind::Invalid, error.to_string())
     } else {
         match error.status() {
             StatusCode::NOT_FOUND => routing_error(Some(Routing::NotFound)),
@@ -463,7 +465,12 @@ pub fn error_response(error: poem::Error, request_id: &str) -> Response {
                 tracing::error!(error = %error, "request failed");
                 ApiError::internal(request_id)
             }
-            status => ApiError::new(status, "validation_error", error.to_string()),
+            // A refusal poem answered itself keeps its status, as a `validation_error`.
+            status => {
+                let mut refused = ApiError::new(ErrorKind::Invalid, error.to_string());
+                refused.status = status;
+                refused
+            }
         }
     };
     api_error.as_response_with_id(request_id)

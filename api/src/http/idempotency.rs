@@ -4,7 +4,7 @@
 //! `409 invalid_idempotent_request`. The answer is stored by [`Claimed::complete`] inside the
 //! route's own transaction, so it commits together with what the request wrote.
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use poem::http::StatusCode;
 use schema::store::idempotency::{self, Claim};
 use sqlx::{PgConnection, PgPool};
@@ -23,10 +23,7 @@ impl IdempotencyKey {
         match raw {
             None => Ok(None),
             Some(raw) if (1..=MAX_KEY_LEN).contains(&raw.chars().count()) => Ok(Some(Self(raw.to_string()))),
-            Some(_) => Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "invalid_idempotency_key",
-                "The `Idempotency-Key` must be between 1 and 256 characters.",
+            Some(_) => Err(ApiError::new(ErrorKind::InvalidIdempotencyKey, "The `Idempotency-Key` must be between 1 and 256 characters.",
             )),
         }
     }
@@ -82,15 +79,9 @@ pub async fn begin(pool: &PgPool, team_id: Uuid, key: Option<&IdempotencyKey>, f
     }
     match claim.ok_or(sqlx::Error::RowNotFound)? {
         Claim::Fresh => Ok(Begin::Proceed(Some(Claimed { team_id, key: key.as_str().to_string() }))),
-        Claim::InFlight => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "concurrent_idempotent_requests",
-            "Another request with this `Idempotency-Key` is still being processed. Retry after it completes.",
+        Claim::InFlight => Err(ApiError::new(ErrorKind::ConcurrentIdempotentRequests, "Another request with this `Idempotency-Key` is still being processed. Retry after it completes.",
         )),
-        Claim::Mismatch => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "invalid_idempotent_request",
-            "This `Idempotency-Key` was already used with a different request.",
+        Claim::Mismatch => Err(ApiError::new(ErrorKind::InvalidIdempotentRequest, "This `Idempotency-Key` was already used with a different request.",
         )),
         Claim::Answered { status, body } => {
             let status = StatusCode::from_u16(status as u16).unwrap_or(StatusCode::OK);

@@ -9,7 +9,7 @@
 //! every Prometheus client does: each process is scraped. Queue depths are read from
 //! PostgreSQL at scrape time with bounded queries (`schema::store::metrics`).
 
-use crate::http::error::ApiError;
+use crate::http::error::{ApiError, ErrorKind};
 use crate::http::operations::{OPERATIONS, Operation};
 use crate::state::AppState;
 use poem::http::{Method, StatusCode, header};
@@ -321,7 +321,7 @@ fn token_matches(given: &str, expected: &str) -> bool {
 #[handler]
 pub async fn guarded(req: &Request, state: Data<&AppState>) -> poem::Result<Response> {
     let Some(expected) = state.config.metrics_token.as_deref() else {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, "not_found", "The requested endpoint could not be found.").into());
+        return Err(ApiError::new(ErrorKind::NotFound, "The requested endpoint could not be found.").into());
     };
     let given = req.header(header::AUTHORIZATION).and_then(|value| {
         let (scheme, token) = value.trim().split_once(' ')?;
@@ -329,15 +329,12 @@ pub async fn guarded(req: &Request, state: Data<&AppState>) -> poem::Result<Resp
         (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
     });
     let Some(given) = given else {
-        return Err(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "missing_api_key",
-            "Missing metrics token. Include the header `Authorization: Bearer <HERALD_METRICS_TOKEN>`.",
+        return Err(ApiError::new(ErrorKind::MissingApiKey, "Missing metrics token. Include the header `Authorization: Bearer <HERALD_METRICS_TOKEN>`.",
         )
         .into());
     };
     if !token_matches(given, expected) {
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, "invalid_api_key", "The metrics token is invalid.").into());
+        return Err(ApiError::new(ErrorKind::InvalidApiKey, "The metrics token is invalid.").into());
     }
     Ok(exposition(&state).await)
 }

@@ -77,6 +77,15 @@ const fn op(id: &'static str, method: Method, path: &'static str, access: Access
 }
 
 impl Operation {
+    /// Whether it answers errors in OAuth's `{ error, error_description }` shape (document C:
+    /// the token, revoke, register and registration-management routes).
+    pub fn answers_oauth_errors(&self) -> bool {
+        matches!(
+            self.id,
+            "register-oauth-client" | "get-oauth-client" | "update-oauth-client" | "delete-oauth-client" | "oauth-token" | "oauth-revoke"
+        )
+    }
+
     /// The same operation reading bodies of up to `limit` bytes.
     const fn body(mut self, limit: usize) -> Operation {
         self.body_limit = limit;

@@ -1,13 +1,12 @@
 //! API keys: create (the token is shown once), list, rename, revoke.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::{page_request, search_text};
 use crate::http::fields::{IdText, Nullable, Search};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -295,10 +294,7 @@ fn key_name(raw: &str) -> ApiResult<String> {
 }
 
 fn needs_admin() -> ApiError {
-    ApiError::new(
-        StatusCode::FORBIDDEN,
-        "invalid_permission",
-        "Raising Inbox access or changing its channels needs a signed-in team admin: send the request with the key and, \
+    ApiError::new(ErrorKind::InvalidPermission, "Raising Inbox access or changing its channels needs a signed-in team admin: send the request with the key and, \
          on the same request, an admin's dashboard session cookie and its `X-CSRF-Token`.",
     )
 }

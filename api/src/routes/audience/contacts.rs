@@ -2,14 +2,13 @@
 //! per team: a new key is declared by its first value, and every later write is type-checked.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::page_request;
 use crate::http::fields::{EmailAddress, IdText, Nullable, Scalar};
 use crate::routes::audience::refs::segment_ids;
 use crate::routes::{Deleted, Tag};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -317,7 +316,7 @@ async fn typed_properties(
     let mut wrong: Option<ApiError> = None;
     let mut add = |path: String, message: String| {
         let error = wrong.take().unwrap_or_else(|| {
-            ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", format!("Invalid `{path}`: {message}"))
+            ApiError::new(ErrorKind::InvalidParameter, format!("Invalid `{path}`: {message}"))
         });
         wrong = Some(error.with_error(path, message));
     };

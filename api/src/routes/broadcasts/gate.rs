@@ -1,10 +1,9 @@
 //! The compliance gate and content checks a broadcast passes before it sends, and starting the
 //! send (the status and the fan-out job, in the caller's transaction).
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::state::AppState;
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use poem_openapi::Object;
 use schema::email::Mailbox;
 use schema::jobs::{SendBroadcast, enqueue_at};
@@ -22,7 +21,8 @@ pub struct GateResult {
     pub name: &'static str,
     pub passed: bool,
     pub message: String,
-    pub status: StatusCode,
+    /// What a failure of the step answers.
+    pub kind: ErrorKind,
 }
 
 impl GateResult {
@@ -34,7 +34,6 @@ impl GateResult {
 /// The compliance gate in document A's order: verified sending domain, postal address, live
 /// segment, a body, marketing not paused, team in good standing.
 pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, development: bool) -> ApiResult<Vec<GateResult>> {
-    let unprocessable = StatusCode::UNPROCESSABLE_ENTITY;
     let mut steps = Vec::new();
     let from_domain = Mailbox::parse(&b.from_header).map(|m| m.domain().to_string()).unwrap_or_default();
     let domain = domains::find_by_name(conn, team_id, &from_domain).await?;
@@ -46,7 +45,7 @@ pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, develop
             Ok(()) => format!("{from_domain} is verified"),
             Err(why) => why.trim_end_matches('.').to_string(),
         },
-        status: unprocessable,
+        kind: ErrorKind::Refused,
     });
     let team = teams::get(conn, team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
     let address = team.postal_address.is_some();
@@ -54,7 +53,7 @@ pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, develop
         name: "postal_address",
         passed: address,
         message: if address { "the sender identity has a postal address".into() } else { "set the team's postal address with `PATCH /team` (`postal_address`): every marketing email carries it".into() },
-        status: unprocessable,
+        kind: ErrorKind::Refused,
     });
     let segment = match b.segment_id {
         Some(id) => segments::get(conn, team_id, id).await?.is_some(),
@@ -64,7 +63,7 @@ pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, develop
         name: "segment",
         passed: segment,
         message: if segment { "the segment is live".into() } else { "`segment_id` must name a live segment of the team".into() },
-        status: unprocessable,
+        kind: ErrorKind::Refused,
     });
     let body = match b.template_id {
         Some(id) => templates::find(conn, team_id, &Key::Id(id), false).await?.is_some_and(|t| t.published_version.is_some()),
@@ -74,21 +73,21 @@ pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, develop
         name: "body",
         passed: body,
         message: if body { "the broadcast has a body".into() } else { "give the broadcast `html`, `text` or a published template".into() },
-        status: unprocessable,
+        kind: ErrorKind::Refused,
     });
     let paused = broadcasts::marketing_paused(conn).await?;
     steps.push(GateResult {
         name: "marketing_enabled",
         passed: !paused,
         message: if paused { "marketing sends are paused on this Herald by its operator".into() } else { "marketing sends are on".into() },
-        status: StatusCode::FORBIDDEN,
+        kind: ErrorKind::NotAllowed,
     });
     let standing = team.risk_state == RiskState::Normal;
     steps.push(GateResult {
         name: "team_standing",
         passed: standing,
         message: if standing { "the team is in good standing".into() } else { "the team is under review or suspended and cannot send marketing".into() },
-        status: StatusCode::FORBIDDEN,
+        kind: ErrorKind::NotAllowed,
     });
     Ok(steps)
 }
@@ -113,7 +112,7 @@ pub async fn content_checks(conn: &mut PgConnection, state: &AppState, team_id: 
 pub async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: &Broadcast, scheduled_at: Option<DateTime<Utc>>, acknowledged: bool) -> ApiResult<()> {
     let steps = gate(conn, team_id, b, state.config.is_development()).await?;
     if let Some(failed) = steps.iter().find(|s| !s.passed) {
-        return Err(ApiError::new(failed.status, "validation_error", format!("The broadcast cannot be sent: {}.", failed.message))
+        return Err(ApiError::new(failed.kind, format!("The broadcast cannot be sent: {}.", failed.message))
             .with_error(failed.name, failed.message.clone()));
     }
     let checks = content_checks(conn, state, team_id, b).await?;
@@ -133,10 +132,7 @@ pub async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: 
         let membership = segments::membership(conn, &segment).await?;
         let members = segments::count_members(conn, team_id, &membership).await?;
         if used + members > i64::from(allowance) {
-            return Err(ApiError::new(
-                StatusCode::TOO_MANY_REQUESTS,
-                "marketing_quota_exceeded",
-                format!(
+            return Err(ApiError::new(ErrorKind::MarketingQuotaExceeded, format!(
                     "The team's plan allows {allowance} broadcast emails a month; {used} are used and this segment has {members} contacts. The meter resets at the start of next month or with a plan change."
                 ),
             ));

@@ -1,9 +1,8 @@
 //! Adding a domain: the body's checks (name, region, TLS, return path, receiving host), the
 //! plan's domain limit, fresh DKIM keys and the insert.
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::state::AppState;
-use poem::http::StatusCode;
 use poem_openapi::Object;
 use schema::domain::{DomainName, DomainStatus, Region, Tls, generate_dkim_key, new_mail_from_code, parse_label};
 use schema::store::domains::{self, Domain, NewDomain};
@@ -117,7 +116,7 @@ pub async fn receiving_mx_free(state: &AppState, region: Region, name: &str) -> 
         return Ok(());
     }
     let message = format!("The MX of {name} already delivers mail elsewhere; set confirm_replace_mx to true to turn receiving on anyway.");
-    Err(ApiError::new(StatusCode::CONFLICT, "receiving_mx_in_use", message).with_details(json!({ "name": name, "found": elsewhere })))
+    Err(ApiError::new(ErrorKind::ReceivingMxInUse, message).with_details(json!({ "name": name, "found": elsewhere })))
 }
 
 /// Refuses a return-path label whose name already holds a record that is not the service's.
@@ -213,10 +212,7 @@ pub fn already_added(name: &str) -> ApiError {
 }
 
 pub fn held_elsewhere(name: &str) -> ApiError {
-    let mut error = ApiError::new(
-        StatusCode::CONFLICT,
-        "resource_locked",
-        format!("The domain {name} is verified by another team. Claim it with POST /domains/claim."),
+    let mut error = ApiError::new(ErrorKind::ResourceLocked, format!("The domain {name} is verified by another team. Claim it with POST /domains/claim."),
     );
     error.claimable = Some(true);
     error

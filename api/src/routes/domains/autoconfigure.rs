@@ -2,11 +2,10 @@
 //! (Cloudflare), with the provider token kept sealed when asked.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::routes::{Deleted, Tag, path_id};
 use crate::state::{AppState, Caller};
 use jobs::dns_provider::{Cloudflare, ProviderError};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
@@ -178,7 +177,7 @@ pub fn provider_error(error: ProviderError) -> ApiError {
     match error {
         ProviderError::Refused(message) => ApiError::refused(message),
         unavailable @ ProviderError::Unavailable(_) => {
-            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "service_unavailable", unavailable.to_string())
+            ApiError::new(ErrorKind::ServiceUnavailable, unavailable.to_string())
         }
     }
 }

@@ -1,13 +1,12 @@
 //! Claims: taking over a domain another team verified, by publishing a TXT record.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::Nullable;
 use crate::routes::{Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use jobs::domains::CLAIM_LIFETIME;
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
@@ -43,10 +42,7 @@ impl ClaimsApi {
             Some(existing) if existing.status == DomainStatus::Claiming => {
                 let claim = claims::latest_for_domain(&mut tx, caller.team_id, existing.id).await?;
                 if let Some(claim) = claim.filter(|c| c.status == "pending") {
-                    return Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "resource_locked",
-                        format!("A claim on {} is already pending (claim {}).", existing.name, claim.id),
+                    return Err(ApiError::new(ErrorKind::ResourceLocked, format!("A claim on {} is already pending (claim {}).", existing.name, claim.id),
                     ));
                 }
                 existing

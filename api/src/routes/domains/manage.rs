@@ -2,14 +2,13 @@
 //! against DNS, and rotate DKIM.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::page_request;
 use crate::http::fields::IdText;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use jobs::domains::VERIFY_THROTTLE;
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -177,10 +176,7 @@ impl DomainsApi {
         let mut tx = state.pool.begin().await?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         if schema::store::api_keys::live_pinned_to(&mut tx, caller.team_id, id).await? > 0 {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "resource_locked",
-                "Live API keys are pinned to this domain; revoke them before deleting it.",
+            return Err(ApiError::new(ErrorKind::ResourceLocked, "Live API keys are pinned to this domain; revoke them before deleting it.",
             ));
         }
         emit(&mut tx, "domain.deleted", &domain).await?;
@@ -244,10 +240,7 @@ impl DomainsApi {
         let mut tx = state.pool.begin().await?;
         let domain = domains::lock(&mut tx, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Domain"))?;
         if domain.dkim_next_public_key.is_some() {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                "resource_locked",
-                "A DKIM rotation is already waiting for its key to be published.",
+            return Err(ApiError::new(ErrorKind::ResourceLocked, "A DKIM rotation is already waiting for its key to be published.",
             ));
         }
         if matches!(domain.status, DomainStatus::Disabled | DomainStatus::Claiming | DomainStatus::ClaimExpired) {

@@ -3,11 +3,10 @@
 //! sandbox), and is committed with its recipients, events, quota count and delivery job in one
 //! transaction.
 
-use crate::http::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult, ErrorKind, FieldError};
 use crate::state::Caller;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use schema::email::{self as rules, Mailbox};
 use schema::jobs::Deliver;
 use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
@@ -54,8 +53,7 @@ enum Source {
 
 /// One problem found in a body.
 pub struct Problem {
-    status: StatusCode,
-    name: &'static str,
+    kind: ErrorKind,
     path: String,
     message: String,
 }
@@ -67,17 +65,17 @@ struct Problems {
 }
 
 impl Problems {
-    fn add(&mut self, status: StatusCode, name: &'static str, path: &str, message: impl Into<String>) {
-        self.list.push(Problem { status, name, path: format!("{}{path}", self.prefix), message: message.into() });
+    fn add(&mut self, kind: ErrorKind, path: &str, message: impl Into<String>) {
+        self.list.push(Problem { kind, path: format!("{}{path}", self.prefix), message: message.into() });
     }
     fn missing(&mut self, path: &str) {
-        self.add(StatusCode::UNPROCESSABLE_ENTITY, "missing_required_field", path, "is required");
+        self.add(ErrorKind::MissingRequiredField, path, "is required");
     }
     fn invalid(&mut self, path: &str, message: impl Into<String>) {
-        self.add(StatusCode::BAD_REQUEST, "validation_error", path, message);
+        self.add(ErrorKind::Invalid, path, message);
     }
     fn attachment(&mut self, path: &str, message: impl Into<String>) {
-        self.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", path, message);
+        self.add(ErrorKind::InvalidAttachment, path, message);
     }
 }
 
@@ -97,7 +95,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         p.missing("html");
     }
     if body.topic_id.is_some() {
-        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "topic_id", "is reserved for a later release");
+        p.add(ErrorKind::InvalidParameter, "topic_id", "is reserved for a later release");
     }
     let from = body.from.as_deref().and_then(|raw| Mailbox::parse(raw).map_err(|m| p.invalid("from", m)).ok());
     let mut recipients = Vec::new();
@@ -155,7 +153,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     }
     let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
     if body.template.is_some() && body.rendered_from.is_none() {
-        p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", "template", "could not be applied");
+        p.add(ErrorKind::InvalidParameter, "template", "could not be applied");
     }
     if !p.list.is_empty() {
         return Err(p.list);
@@ -193,7 +191,7 @@ pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut
         let mut p = Problems { prefix: if indexed { format!("[{i}].") } else { String::new() }, list: Vec::new() };
         for (given, path) in [(send.html.is_some(), "html"), (send.text.is_some(), "text")] {
             if given {
-                p.add(StatusCode::UNPROCESSABLE_ENTITY, "invalid_parameter", path, "cannot be sent with `template`: the template supplies it");
+                p.add(ErrorKind::InvalidParameter, path, "cannot be sent with `template`: the template supplies it");
             }
         }
         let Some(key) = template.id.0.as_deref() else {
@@ -202,7 +200,7 @@ pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut
             continue;
         };
         let Some(stored) = found.iter().find(|t| t.id.to_string() == key || t.alias.as_deref() == Some(key)) else {
-            p.add(StatusCode::NOT_FOUND, "not_found", "template.id", format!("no live template of the team has the id or alias `{key}`"));
+            p.add(ErrorKind::NotFound, "template.id", format!("no live template of the team has the id or alias `{key}`"));
             problems[i] = p.list;
             continue;
         };
@@ -227,26 +225,25 @@ pub async fn apply_templates(conn: &mut PgConnection, team_id: Uuid, sends: &mut
                 send.rendered_from = Some((rendered.template_id, rendered.version));
             }
             Err(problem) => {
-                problems[i] = vec![Problem { status: problem.status, name: problem.name, path: problem.path, message: problem.message }];
+                problems[i] = vec![Problem { kind: problem.kind, path: problem.path, message: problem.message }];
             }
         }
     }
     Ok(problems)
 }
 
-/// One error for the problems of a send (or a whole batch): the first problem's status and
-/// name, the message naming its field, and every problem of that name in `errors[]`.
+/// One error for the problems of a send (or a whole batch): the first problem's kind, the message naming its field, and every problem of that name in `errors[]`.
 pub fn problems_error(problems: Vec<Problem>) -> ApiError {
     let Some(first) = problems.first() else { return ApiError::invalid_field("body", "is invalid") };
-    let message = if first.name == "missing_required_field" {
+    let message = if first.kind == ErrorKind::MissingRequiredField {
         format!("Missing `{}` field.", first.path)
     } else {
         format!("Invalid `{}`: {}", first.path, first.message)
     };
-    let mut error = ApiError::new(first.status, first.name, message);
+    let mut error = ApiError::new(first.kind, message);
     error.errors = problems
         .iter()
-        .filter(|p| p.name == first.name)
+        .filter(|p| p.kind.status_and_name().1 == first.kind.status_and_name().1)
         .map(|p| FieldError { path: p.path.clone(), message: p.message.clone() })
         .collect();
     error
@@ -399,7 +396,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
             Source::Bytes(bytes) => bytes,
             Source::Url(url) => fetcher.fetch(&url).await.map_err(|message| {
                 let path = format!("{prefix}attachments[{i}].path");
-                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_attachment", format!("Invalid `{path}`: {message}"))
+                ApiError::new(ErrorKind::InvalidAttachment, format!("Invalid `{path}`: {message}"))
                     .with_error(path, message)
             })?,
         };
@@ -468,17 +465,11 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail
     events::emit(conn, &new_events).await?;
     schema::jobs::enqueue_many(conn, &jobs).await.map_err(anyhow::Error::from)?;
     if usage.over_daily() {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "daily_quota_exceeded",
-            "The team's daily sending quota is used up; it resets at 00:00 UTC.",
+        return Err(ApiError::new(ErrorKind::DailyQuotaExceeded, "The team's daily sending quota is used up; it resets at 00:00 UTC.",
         ));
     }
     if usage.over_monthly() {
-        return Err(ApiError::new(
-            StatusCode::TOO_MANY_REQUESTS,
-            "monthly_quota_exceeded",
-            "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
+        return Err(ApiError::new(ErrorKind::MonthlyQuotaExceeded, "The team's monthly sending quota is used up; it resets at the start of next month or with a plan change.",
         ));
     }
     Ok(emails.iter().map(|e| e.id).collect())

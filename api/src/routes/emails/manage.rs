@@ -2,14 +2,13 @@
 //! and the team's sending metrics.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::date_range;
 use crate::http::fields::{InstantOrDate, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -222,10 +221,7 @@ pub struct AttachmentList {
 }
 
 pub fn locked(email: &Email) -> ApiError {
-    ApiError::new(
-        StatusCode::CONFLICT,
-        "resource_locked",
-        format!("The email is already {}; it can no longer be rescheduled or canceled.", match email.last_event.as_str() {
+    ApiError::new(ErrorKind::ResourceLocked, format!("The email is already {}; it can no longer be rescheduled or canceled.", match email.last_event.as_str() {
             "scheduled" | "queued" => "dispatched",
             other => other,
         }),

@@ -4,14 +4,13 @@
 
 use crate::routes::people::account_mail::{self, AccountMail};
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::Required;
 use crate::http::form::FormBody;
 use crate::routes::Tag;
 use crate::routes::pages::html::{PageResponse, escape};
 use crate::state::{AppState, SessionCaller};
 use chrono::{TimeDelta, Utc};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
@@ -103,7 +102,7 @@ impl AccountApi {
         }
         let mut tx = state.pool.begin().await?;
         if people::tokens_since(&mut tx, session.person_id, VERIFY, Utc::now() - TimeDelta::hours(1)).await? >= LINKS_PER_HOUR {
-            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Five links were mailed in the last hour; use one of them or try later."));
+            return Err(ApiError::new(ErrorKind::RateLimitExceeded, "Five links were mailed in the last hour; use one of them or try later."));
         }
         mail_verification(&mut tx, &state, session.person_id, &session.email).await?;
         tx.commit().await?;

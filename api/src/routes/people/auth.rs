@@ -4,11 +4,10 @@
 //! every write made with it carries the session's CSRF token in `X-CSRF-Token`.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::Required;
 use crate::routes::Tag;
 use crate::state::{AppState, SessionCaller};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::{ApiResponse, Object};
@@ -101,7 +100,7 @@ impl AuthApi {
         if let Some(ip) = ip.as_deref()
             && people::recent_sign_ups(&mut tx, ip).await? >= SIGN_UPS_PER_CLIENT_HOUR
         {
-            return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Too many sign-ups from this address; try again in an hour."));
+            return Err(ApiError::new(ErrorKind::RateLimitExceeded, "Too many sign-ups from this address; try again in an hour."));
         }
         if !people::insert(&mut tx, person_id, &email, &name, &password_hash, ip.as_deref()).await? {
             return Err(ApiError::refused_field("email", "an account with this address exists; sign in instead"));

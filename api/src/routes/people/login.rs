@@ -3,10 +3,9 @@
 
 use sqlx::PgConnection;
 use uuid::Uuid;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::state::AppState;
 use chrono::{TimeDelta, Utc};
-use poem::http::StatusCode;
 use schema::store::people;
 
 /// Shortest and longest password, in characters.
@@ -25,7 +24,7 @@ pub async fn authenticate(state: &AppState, email: &str, password: &str, mfa_cod
     let mut conn = state.pool.acquire().await?;
     let (by_address, by_client) = people::failures(&mut conn, email, ip, since).await?;
     if by_address >= FAILURES_PER_ADDRESS || by_client >= FAILURES_PER_CLIENT {
-        return Err(ApiError::new(StatusCode::TOO_MANY_REQUESTS, "rate_limit_exceeded", "Too many failed sign-ins. Try again in 15 minutes."));
+        return Err(ApiError::new(ErrorKind::RateLimitExceeded, "Too many failed sign-ins. Try again in 15 minutes."));
     }
     let person = people::by_email(&mut conn, email).await?;
     // An unknown address is checked against a throwaway hash, so both answers take as long.

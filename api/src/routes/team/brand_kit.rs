@@ -1,10 +1,9 @@
 //! The brand kit: its fields and their checks (shared by the team profile and templates'
 //! `brand_overrides`), and the addresses of images uploaded for it.
 
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use poem_openapi::Object;
 use crate::http::fields::{Choice, Choices, Nullable};
-use poem::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -104,10 +103,7 @@ pub fn checked_brand_kit(kit: BrandKit, raw: &Value, public_url: &str) -> ApiRes
     let missing: Vec<&str> = BRAND_KIT_FIELDS.iter().copied().filter(|field| raw.get(field).is_none()).collect();
     if !missing.is_empty() {
         let named = missing.iter().map(|field| format!("`{field}`")).collect::<Vec<_>>().join(", ");
-        let error = ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "missing_required_field",
-            format!("`brand_kit` is sent whole: every field is required (`null` means the default). Missing: {named}."),
+        let error = ApiError::new(ErrorKind::MissingRequiredField, format!("`brand_kit` is sent whole: every field is required (`null` means the default). Missing: {named}."),
         );
         return Err(missing
             .iter()

@@ -2,12 +2,11 @@
 //! every marketing message carries) and brand kit (the defaults templates draw with).
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::{Choice, Choices, Nullable};
 use crate::routes::Tag;
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
-use poem::http::StatusCode;
 use poem::web::Data;
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
@@ -202,10 +201,7 @@ impl TeamApi {
             Some(kit) => Some(serde_json::to_value(checked_brand_kit(kit, &raw["brand_kit"], &state.config.public_url)?).map_err(anyhow::Error::from)?),
         };
         if body.ai_assist_enabled == Some(true) {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "service_unavailable",
-                "AI assist is not configured on this Herald; `ai_assist_enabled: false` always works.",
+            return Err(ApiError::new(ErrorKind::ServiceUnavailable, "AI assist is not configured on this Herald; `ai_assist_enabled: false` always works.",
             ));
         }
         let change = ProfileChange {

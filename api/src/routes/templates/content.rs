@@ -2,10 +2,9 @@
 //! placeholders used, the brand overrides, and the code or block document compiled by the
 //! renderer (`render`). Used by the template routes and by template sends.
 
-use crate::http::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult, ErrorKind, FieldError};
 use crate::http::fields::{Choice, Choices, Nullable, Required};
 use crate::routes::team::brand_kit::{BRAND_KIT_FIELDS, checked_brand_field};
-use poem::http::StatusCode;
 use poem_openapi::Object;
 use poem_openapi::types::MaybeUndefined;
 use render::{Brand, Catalog, Compiled, Problem};
@@ -452,8 +451,7 @@ pub struct RenderedSend {
 
 /// A refusal of a template send's `variables`, at `path`.
 pub struct VariableProblem {
-    pub status: StatusCode,
-    pub name: &'static str,
+    pub kind: ErrorKind,
     pub path: String,
     pub message: String,
 }
@@ -462,7 +460,7 @@ pub struct VariableProblem {
 /// (a string or number of at most 2,000 characters), else its fallback. A key the template
 /// does not declare is refused.
 pub fn render_send(template: &Sendable, given: &Map<String, Value>, prefix: &str) -> Result<RenderedSend, VariableProblem> {
-    let invalid = |path: String, message: String| VariableProblem { status: StatusCode::BAD_REQUEST, name: "validation_error", path, message };
+    let invalid = |path: String, message: String| VariableProblem { kind: ErrorKind::Invalid, path, message };
     let declared = stored_variables(template.variables.as_ref().unwrap_or(&Value::Null));
     let mut values = Map::new();
     for (key, value) in given {
@@ -490,8 +488,7 @@ pub fn render_send(template: &Sendable, given: &Map<String, Value>, prefix: &str
     }
     let (Some(version), Some(compiled)) = (template.version, template.compiled.as_ref()) else {
         return Err(VariableProblem {
-            status: StatusCode::UNPROCESSABLE_ENTITY,
-            name: "invalid_parameter",
+            kind: ErrorKind::InvalidParameter,
             path: format!("{prefix}template.id"),
             message: "the template has no published version yet: publish it with `POST /templates/{id}/publish`".into(),
         });
