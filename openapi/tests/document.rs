@@ -341,3 +341,20 @@ fn every_free_form_response_schema_is_one_the_decisions_list_with_a_reason() {
     );
     assert!(gone.is_empty(), "docs/decisions.md lists free-form response schemas the document no longer has: {gone:?}");
 }
+
+#[test]
+fn every_property_of_every_schema_has_a_description() {
+    let doc = committed();
+    let mut undescribed = Vec::new();
+    for (name, schema) in doc["components"]["schemas"].as_object().expect("components.schemas") {
+        for (property, value) in schema["properties"].as_object().into_iter().flatten() {
+            if value.get("description").is_none() {
+                undescribed.push(format!("{name}.{property}"));
+            }
+        }
+    }
+    assert!(
+        undescribed.is_empty(),
+        "every property says what it holds: give each of these fields a one-line `///` doc comment: {undescribed:#?}"
+    );
+}

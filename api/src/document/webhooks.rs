@@ -22,14 +22,14 @@ pub fn schemas() -> Value {
             "description": "`data` of every `email.*` event. For per-recipient events `to` lists only the recipients the event concerns; `tags` and `headers` appear when the email had them.",
             "required": ["email_id", "from", "to", "subject", "message_id", "created_at"],
             "properties": {
-                "email_id": { "type": "string" },
-                "from": { "type": "string" },
-                "to": { "type": "array", "items": { "type": "string" } },
-                "subject": { "type": "string" },
-                "message_id": { "type": "string" },
+                "email_id": { "type": "string", "description": "The email's id." },
+                "from": { "type": "string", "description": "The email's From, as sent." },
+                "to": { "type": "array", "items": { "type": "string" }, "description": "The recipients the event concerns." },
+                "subject": { "type": "string", "description": "The email's subject line." },
+                "message_id": { "type": "string", "description": "The Message-ID header's value (without angle brackets)." },
                 "created_at": { "type": "string", "format": "date-time", "description": "The email's own time." },
-                "tags": { "type": "object", "additionalProperties": { "type": "string" } },
-                "headers": { "type": "object", "additionalProperties": { "type": "string" } }
+                "tags": { "type": "object", "additionalProperties": { "type": "string" }, "description": "The email's tags, name to value; absent when it had none." },
+                "headers": { "type": "object", "additionalProperties": { "type": "string" }, "description": "The email's custom headers, name to value; absent when it had none." }
             }
         },
         "WebhookDomainEventData": {
@@ -37,13 +37,15 @@ pub fn schemas() -> Value {
             "description": "`data` of `domain.*` events (on delete, the domain as it was).",
             "required": ["id", "name", "status", "region", "created_at", "records"],
             "properties": {
-                "id": { "type": "string" },
-                "name": { "type": "string" },
-                "status": { "type": "string" },
-                "region": { "type": "string" },
-                "created_at": { "type": "string", "format": "date-time" },
-                "records": { "type": "array", "items": { "type": "object", "properties": {
-                    "record": { "type": "string" }, "type": { "type": "string" }, "status": { "type": "string" }
+                "id": { "type": "string", "description": "The domain's id." },
+                "name": { "type": "string", "description": "The domain's name." },
+                "status": { "type": "string", "description": "The domain's state, as `GET /domains/{domain_id}` shows it." },
+                "region": { "type": "string", "description": "Where the domain's mail leaves from." },
+                "created_at": { "type": "string", "format": "date-time", "description": "When the domain was added." },
+                "records": { "type": "array", "description": "Each of the domain's records with what its last check found.", "items": { "type": "object", "properties": {
+                    "record": { "type": "string", "description": "`dkim`, `mail_from`, `receiving` or `tracking`." },
+                    "type": { "type": "string", "description": "`TXT`, `CNAME` or `MX`." },
+                    "status": { "type": "string", "description": "What DNS said about the record at its last check." }
                 } } }
             }
         },
@@ -52,11 +54,11 @@ pub fn schemas() -> Value {
             "description": "`data` of `suppression.added` and `suppression.removed`.",
             "required": ["id", "email", "origin", "created_at"],
             "properties": {
-                "id": { "type": "string" },
-                "email": { "type": "string" },
-                "origin": { "type": "string", "enum": ["bounce", "complaint", "manual", "unsubscribe"] },
-                "source_id": { "type": ["string", "null"] },
-                "created_at": { "type": "string", "format": "date-time" }
+                "id": { "type": "string", "description": "The suppression's id." },
+                "email": { "type": "string", "description": "The suppressed address." },
+                "origin": { "type": "string", "enum": ["bounce", "complaint", "manual", "unsubscribe"], "description": "Why the address is suppressed." },
+                "source_id": { "type": ["string", "null"], "description": "The email that caused it, or `null` when none did." },
+                "created_at": { "type": "string", "format": "date-time", "description": "When the address was suppressed." }
             }
         }
     })

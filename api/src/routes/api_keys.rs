@@ -82,20 +82,25 @@ pub struct UpdateApiKey {
 /// An API key (never its token).
 #[derive(Object)]
 pub struct ApiKeyItem {
+    /// The key's id.
     pub id: String,
     /// Name of the key.
     pub name: String,
+    /// When the key was created.
     pub created_at: DateTime<Utc>,
     /// Last authenticated use, refreshed at most once a minute.
     pub last_used_at: Nullable<DateTime<Utc>>,
+    /// What the key may reach.
     pub permission: Permission,
     /// The domain a `sending_access` key is pinned to.
     pub domain_id: Nullable<String>,
     /// Leading characters of the token.
     pub key_prefix: String,
+    /// The key's lifecycle state.
     pub status: KeyStatus,
     /// The request log of the last use.
     pub last_used_request_log_id: Nullable<String>,
+    /// The key's level of access to the support Inbox.
     pub inbox_access: InboxAccess,
     /// Channels the Inbox access is limited to; null means every open unrestricted channel.
     pub inbox_channel_ids: Nullable<Vec<String>>,
@@ -106,7 +111,9 @@ pub struct ApiKeyItem {
 pub struct ApiKeyList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<ApiKeyItem>,
 }
 

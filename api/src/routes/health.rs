@@ -43,7 +43,9 @@ pub struct Check {
 pub struct Readiness {
     /// `ok`, or `degraded` when a check failed.
     pub status: String,
+    /// Herald's version.
     pub version: String,
+    /// The deployment name (`HERALD_ENV`).
     pub env: String,
     /// Every check with its result.
     pub checks: Vec<Check>,

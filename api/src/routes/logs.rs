@@ -19,17 +19,25 @@ pub struct LogsApi;
 pub struct LogItem {
     /// Always `log`.
     pub object: String,
+    /// The log's id.
     pub id: String,
+    /// When the request was answered.
     pub created_at: DateTime<Utc>,
     /// The route template, such as `/api-keys/{api_key_id}`.
     pub endpoint: String,
+    /// The HTTP method.
     pub method: String,
+    /// The HTTP status answered.
     pub response_status: i16,
+    /// The User-Agent header as sent (empty when absent).
     pub user_agent: String,
     /// `api`, `dashboard` or `sdk:<name>`, read from the User-Agent.
     pub source: String,
+    /// The `X-Request-Id` the answer carried (the log's id).
     pub request_id: String,
+    /// Milliseconds from receiving the request to answering it.
     pub latency_ms: i32,
+    /// The API key that made the request, or `null` when another credential did.
     pub api_key_id: Nullable<String>,
     /// The email the request created, when it created one.
     pub email_id: Nullable<String>,
@@ -54,7 +62,9 @@ pub struct LogDetail {
 pub struct LogList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<LogItem>,
 }
 

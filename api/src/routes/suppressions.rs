@@ -40,12 +40,14 @@ pub struct AddSuppressions {
 pub struct SuppressionRef {
     /// Always `suppression`.
     pub object: String,
+    /// The suppression's id.
     pub id: String,
 }
 
 /// The suppressions of a batch, in request order.
 #[derive(Object)]
 pub struct SuppressionRefs {
+    /// The suppressions, one per address of the request, in request order.
     pub data: Vec<SuppressionRef>,
 }
 
@@ -68,12 +70,15 @@ pub enum BatchResponse {
 pub struct SuppressionView {
     /// Always `suppression`.
     pub object: String,
+    /// The suppression's id.
     pub id: String,
+    /// The suppressed address.
     pub email: String,
     /// `bounce`, `complaint`, `manual` or `unsubscribe`.
     pub origin: String,
     /// The email that caused it, when one did.
     pub source_id: Nullable<String>,
+    /// When the address was suppressed.
     pub created_at: DateTime<Utc>,
 }
 
@@ -82,7 +87,9 @@ pub struct SuppressionView {
 pub struct SuppressionList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<SuppressionView>,
 }
 

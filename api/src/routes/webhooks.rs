@@ -41,6 +41,7 @@ pub struct CreateWebhook {
 pub struct CreatedWebhook {
     /// Always `webhook`.
     pub object: String,
+    /// The endpoint's id.
     pub id: String,
     /// `whsec_` + base64 of the HMAC key.
     pub signing_secret: String,
@@ -58,13 +59,19 @@ pub enum CreateResponse {
 pub struct WebhookView {
     /// Always `webhook`.
     pub object: String,
+    /// The endpoint's id.
     pub id: String,
+    /// The http(s) URL deliveries are POSTed to.
     pub endpoint: String,
+    /// The event types delivered to it.
     pub events: Vec<String>,
+    /// Whether the endpoint receives deliveries.
     pub status: Choice<EndpointStatus>,
     /// `manual`, or `failing` when Herald disabled it after failing every delivery for too long.
     pub disabled_reason: Nullable<String>,
+    /// When the endpoint was created.
     pub created_at: DateTime<Utc>,
+    /// When the endpoint was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -73,13 +80,16 @@ pub struct WebhookView {
 pub struct WebhookList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<WebhookView>,
 }
 
 /// Body of `PATCH /webhooks/{webhook_id}`.
 #[derive(Object, Deserialize)]
 pub struct UpdateWebhook {
+    /// The http(s) URL deliveries are POSTed to, under the same rules as on create.
     pub endpoint: Option<String>,
     /// The event types to deliver, at least one.
     #[oai(validator(min_items = 1))]
@@ -95,12 +105,16 @@ pub struct WebhookEventView {
     pub object: String,
     /// The event's id (the `hook-id` of every delivery of it).
     pub id: String,
+    /// The event type, such as `email.delivered`.
     #[oai(rename = "type")]
     pub event_type: String,
+    /// When the event happened (the envelope's `created_at`).
     pub created_at: DateTime<Utc>,
     /// `pending`, `succeeded` or `failed`.
     pub status: String,
+    /// Attempts made so far to deliver it.
     pub attempts: i32,
+    /// When it was last attempted, or `null` before the first attempt.
     pub last_attempt_at: Nullable<DateTime<Utc>>,
     /// When a pending delivery is tried next.
     pub next_attempt_at: Nullable<DateTime<Utc>>,
@@ -113,7 +127,9 @@ pub struct WebhookEventView {
 pub struct WebhookEventList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<WebhookEventView>,
 }
 
@@ -122,6 +138,7 @@ pub struct WebhookEventList {
 pub struct AttemptView {
     /// Always `webhook_attempt`.
     pub object: String,
+    /// The attempt's id.
     pub id: String,
     /// The endpoint's HTTP status, when it answered.
     pub status_code: Nullable<i32>,
@@ -129,9 +146,11 @@ pub struct AttemptView {
     pub error: Nullable<String>,
     /// The first 2,048 bytes of the answer.
     pub response_body: Nullable<String>,
+    /// Milliseconds the attempt took, until the answer or the error.
     pub latency_ms: i32,
     /// Whether a replay asked for it.
     pub replay: bool,
+    /// When the attempt was made.
     pub created_at: DateTime<Utc>,
 }
 
@@ -140,7 +159,9 @@ pub struct AttemptView {
 pub struct AttemptList {
     /// Always `list`.
     pub object: String,
+    /// Always false: every attempt is listed.
     pub has_more: bool,
+    /// The attempts, oldest first.
     pub data: Vec<AttemptView>,
 }
 

@@ -47,6 +47,7 @@ pub async fn consent(conn: &mut sqlx::PgConnection, contact: &Contact, topic_id:
 pub struct TopicChoice {
     /// The topic's id.
     pub id: IdText,
+    /// `opt_in` or `opt_out`.
     pub subscription: Choice<Subscription>,
 }
 

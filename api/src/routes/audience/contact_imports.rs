@@ -57,6 +57,7 @@ pub struct ImportForm {
 pub struct ImportRef {
     /// Always `contact_import`.
     pub object: String,
+    /// The import's id.
     pub id: String,
 }
 
@@ -72,9 +73,13 @@ pub enum CreateResponse {
 pub struct Counts {
     /// Data rows in the file (known once processing starts).
     pub total: i64,
+    /// Contacts created.
     pub created: i64,
+    /// Rows that updated an existing contact on `upsert`, a repeated address in the file included.
     pub updated: i64,
+    /// Rows left alone on `skip`: an address already a contact, or one repeated in the file.
     pub skipped: i64,
+    /// Rows that failed (`failed_rows` lists the first 1,000).
     pub failed: i64,
 }
 
@@ -87,6 +92,7 @@ pub struct FailedRow {
     pub email: String,
     /// `invalid_email`, `type_mismatch` or `contact_limit`.
     pub reason: String,
+    /// What was wrong with the row, for a person.
     pub message: String,
 }
 
@@ -95,11 +101,15 @@ pub struct FailedRow {
 pub struct ImportView {
     /// Always `contact_import`.
     pub object: String,
+    /// The import's id.
     pub id: String,
     /// `queued`, `in_progress`, `completed` or `failed`.
     pub status: String,
+    /// When the file was uploaded.
     pub created_at: DateTime<Utc>,
+    /// When processing completed or failed, or `null` until then.
     pub completed_at: Nullable<DateTime<Utc>>,
+    /// Rows counted so far.
     pub counts: Counts,
     /// Why the import failed, when it did.
     #[oai(skip_serializing_if_is_none)]
@@ -114,7 +124,9 @@ pub struct ImportView {
 pub struct ImportList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<ImportView>,
 }
 

@@ -31,6 +31,7 @@ pub struct CreateProperty {
     /// A letter or `_`, then letters, digits or `_`; at most 50 characters.
     #[oai(validator(max_length = 50, pattern = "^[A-Za-z_][A-Za-z0-9_]*$"))]
     pub key: String,
+    /// `string`, `number` or `boolean`; fixed once created.
     #[oai(rename = "type")]
     #[serde(rename = "type")]
     pub kind: Choice<PropertyType>,
@@ -57,7 +58,9 @@ pub struct UpdateProperty {
 /// `{ object: "contact_property", id }`.
 #[derive(Object)]
 pub struct PropertyRef {
+    /// Always `contact_property`.
     pub object: String,
+    /// The property's id.
     pub id: String,
 }
 
@@ -73,12 +76,16 @@ pub enum CreateResponse {
 pub struct PropertyView {
     /// Always `contact_property`.
     pub object: String,
+    /// The property's id.
     pub id: String,
+    /// The property's key, as contacts' `properties` name it.
     pub key: String,
+    /// The values' type.
     #[oai(rename = "type")]
     pub kind: Choice<PropertyType>,
     /// Used where a contact has no value; of the property's type.
     pub fallback_value: Nullable<Scalar>,
+    /// When the property was declared.
     pub created_at: DateTime<Utc>,
 }
 
@@ -87,7 +94,9 @@ pub struct PropertyView {
 pub struct PropertyList {
     /// Always `list`.
     pub object: String,
+    /// Always false: every property is listed.
     pub has_more: bool,
+    /// Every property, by key.
     pub data: Vec<PropertyView>,
 }
 

@@ -61,6 +61,7 @@ pub struct CreateContact {
 pub struct ContactRef {
     /// Always `contact`.
     pub object: String,
+    /// The contact's id.
     pub id: String,
 }
 
@@ -95,11 +96,17 @@ pub struct UpdateContact {
 pub struct ContactView {
     /// Always `contact`.
     pub object: String,
+    /// The contact's id.
     pub id: String,
+    /// The contact's address.
     pub email: String,
+    /// The first name, or `null` when unset.
     pub first_name: Nullable<String>,
+    /// The last name, or `null` when unset.
     pub last_name: Nullable<String>,
+    /// Global opt-out: whether the contact unsubscribed from everything.
     pub unsubscribed: bool,
+    /// When the contact was created.
     pub created_at: DateTime<Utc>,
     /// Property values by key (retrieve only).
     #[oai(skip_serializing_if_is_none)]
@@ -118,6 +125,7 @@ pub struct ContactView {
 pub struct ContactList {
     /// Always `list`.
     pub object: String,
+    /// The items of this page, newest first.
     pub data: Vec<ContactView>,
 }
 

@@ -53,6 +53,7 @@ pub struct UpdateSegment {
 pub struct SegmentRef {
     /// Always `segment`.
     pub object: String,
+    /// The segment's id.
     pub id: String,
 }
 
@@ -68,11 +69,14 @@ pub enum CreateResponse {
 pub struct SegmentView {
     /// Always `segment`.
     pub object: String,
+    /// The segment's id.
     pub id: String,
+    /// The segment's name.
     pub name: String,
     /// The filter; `null` for explicit membership only. Absent in lists.
     #[oai(skip_serializing_if_is_none)]
     pub filter: Option<Value>,
+    /// When the segment was created.
     pub created_at: DateTime<Utc>,
 }
 
@@ -81,7 +85,9 @@ pub struct SegmentView {
 pub struct SegmentList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first (a contact's segments: oldest first).
     pub data: Vec<SegmentView>,
 }
 

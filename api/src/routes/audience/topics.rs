@@ -53,6 +53,7 @@ pub struct UpdateTopic {
     #[serde(default)]
     #[oai(validator(max_length = 200))]
     pub description: MaybeUndefined<String>,
+    /// `public` (listed on every contact's preference page) or `private`.
     pub visibility: Option<Choice<Visibility>>,
     /// Not in the document: fixed at creation, so sending it is `422 invalid_parameter`.
     #[oai(skip)]
@@ -62,7 +63,9 @@ pub struct UpdateTopic {
 /// `{ object: "topic", id }`.
 #[derive(Object)]
 pub struct TopicRef {
+    /// Always `topic`.
     pub object: String,
+    /// The topic's id.
     pub id: String,
 }
 
@@ -78,11 +81,17 @@ pub enum CreateResponse {
 pub struct TopicView {
     /// Always `topic`.
     pub object: String,
+    /// The topic's id.
     pub id: String,
+    /// The topic's name, unique among the team's live topics.
     pub name: String,
+    /// The topic's description, or `null` when it has none.
     pub description: Nullable<String>,
+    /// The subscription of a contact who has not chosen; fixed at creation.
     pub default_subscription: Choice<Subscription>,
+    /// Whether the topic is listed on every contact's preference page.
     pub visibility: Choice<Visibility>,
+    /// When the topic was created.
     pub created_at: DateTime<Utc>,
 }
 
@@ -91,15 +100,20 @@ pub struct TopicView {
 pub struct TopicList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<TopicView>,
 }
 
 /// A topic and a contact's effective subscription to it.
 #[derive(Object)]
 pub struct ContactTopic {
+    /// The topic's id.
     pub id: String,
+    /// The topic's name.
     pub name: String,
+    /// The topic's description, or `null` when it has none.
     pub description: Nullable<String>,
     /// The effective subscription: the contact's own choice, else the topic's default;
     /// `opt_out` for every topic while the contact is unsubscribed.
@@ -111,7 +125,9 @@ pub struct ContactTopic {
 pub struct ContactTopicList {
     /// Always `list`.
     pub object: String,
+    /// Always false: every live topic is listed.
     pub has_more: bool,
+    /// Every live topic of the team, with the contact's subscription.
     pub data: Vec<ContactTopic>,
 }
 

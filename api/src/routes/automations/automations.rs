@@ -44,6 +44,7 @@ pub struct StepIn {
     /// Unique within the version, 1 to 100 characters.
     #[oai(validator(max_length = 100))]
     pub key: String,
+    /// What the step does.
     #[serde(rename = "type")]
     #[oai(rename = "type")]
     pub kind: Choice<StepType>,
@@ -81,12 +82,14 @@ pub struct CreateAutomation {
     /// Exactly one `trigger`, at most 150 steps.
     #[oai(validator(max_items = 150))]
     pub steps: Required<Vec<StepIn>>,
+    /// How the steps lead to one another: each `from` and `to` is a step key.
     pub connections: Required<Vec<ConnectionIn>>,
 }
 
 /// Body of `PATCH /automations/{automation_id}`.
 #[derive(Object, Deserialize)]
 pub struct UpdateAutomation {
+    /// 1 to 200 characters.
     #[oai(validator(max_length = 200))]
     pub name: Option<String>,
     /// Gates new enrolment only; live runs go on.
@@ -94,6 +97,7 @@ pub struct UpdateAutomation {
     /// With `connections`: the next version, published at once. In-flight runs keep theirs.
     #[oai(validator(max_items = 150))]
     pub steps: Option<Vec<StepIn>>,
+    /// With `steps`: the next version's connections.
     pub connections: Option<Vec<ConnectionIn>>,
 }
 
@@ -102,6 +106,7 @@ pub struct UpdateAutomation {
 pub struct AutomationRef {
     /// Always `automation`.
     pub object: String,
+    /// The automation's id.
     pub id: String,
 }
 
@@ -117,8 +122,11 @@ pub enum CreateResponse {
 pub struct AutomationView {
     /// Always `automation`.
     pub object: String,
+    /// The automation's id.
     pub id: String,
+    /// The automation's name.
     pub name: String,
+    /// Whether the automation enrols contacts.
     pub status: Choice<AutomationStatus>,
     /// The current version's number.
     pub version: i32,
@@ -130,14 +138,18 @@ pub struct AutomationView {
     /// The current version's connections. Absent in lists.
     #[oai(skip_serializing_if_is_none)]
     pub connections: Option<Vec<ConnectionView>>,
+    /// When the automation was created.
     pub created_at: DateTime<Utc>,
+    /// When the automation was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
 /// A step as stored.
 #[derive(Object)]
 pub struct StepView {
+    /// The step's key, unique within the version.
     pub key: String,
+    /// What the step does.
     #[oai(rename = "type")]
     pub kind: Choice<StepType>,
     /// The type's settings, as written.
@@ -147,8 +159,11 @@ pub struct StepView {
 /// A connection as stored.
 #[derive(Object)]
 pub struct ConnectionView {
+    /// The step key it leaves.
     pub from: String,
+    /// The step key it enters.
     pub to: String,
+    /// How the step leads to the next.
     #[oai(rename = "type")]
     pub kind: Choice<ConnectionType>,
 }
@@ -158,7 +173,9 @@ pub struct ConnectionView {
 pub struct AutomationList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<AutomationView>,
 }
 
@@ -167,11 +184,15 @@ pub struct AutomationList {
 pub struct RunView {
     /// Always `automation_run`.
     pub object: String,
+    /// The run's id.
     pub id: String,
+    /// The automation's id.
     pub automation_id: String,
+    /// Where the run is.
     pub status: Choice<RunStatus>,
     /// The version the run started on and keeps.
     pub version: i32,
+    /// The contact the run carries.
     pub contact_id: String,
     /// The trigger's event name.
     pub trigger: String,
@@ -179,6 +200,7 @@ pub struct RunView {
     pub event_id: Nullable<String>,
     /// Why the run failed; `null` otherwise.
     pub error: Nullable<String>,
+    /// When the run started.
     pub created_at: DateTime<Utc>,
     /// When it completed, failed or was cancelled; `null` while running.
     pub completed_at: Nullable<DateTime<Utc>>,
@@ -191,11 +213,16 @@ pub struct RunView {
 /// Where a run is at one step.
 #[derive(Object)]
 pub struct RunStepView {
+    /// The step's key.
     pub key: String,
+    /// What the step does.
     #[oai(rename = "type")]
     pub kind: Choice<StepType>,
+    /// Where the run is at this step.
     pub status: Choice<RunStepStatus>,
+    /// When the run reached the step; `null` before it did.
     pub started_at: Nullable<DateTime<Utc>>,
+    /// When the step finished; `null` until it has.
     pub completed_at: Nullable<DateTime<Utc>>,
     /// What the step did: `{ branch }` for a condition, `{ email_id }` for a send, `{ until }`
     /// for a delay, `{ reason }` for a failure or a skipped send; `null` before it ran.
@@ -207,7 +234,9 @@ pub struct RunStepView {
 pub struct RunList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<RunView>,
 }
 

@@ -59,6 +59,7 @@ pub struct UpdateEvent {
 pub struct EventRef {
     /// Always `event`.
     pub object: String,
+    /// The definition's id.
     pub id: String,
 }
 
@@ -74,11 +75,15 @@ pub enum CreateResponse {
 pub struct EventView {
     /// Always `event`.
     pub object: String,
+    /// The definition's id.
     pub id: String,
+    /// The event's name, unique among the team's live definitions.
     pub name: String,
     /// Payload keys and their types; `null` when the event has no schema.
     pub schema: crate::http::fields::Nullable<HashMap<String, Choice<EventFieldType>>>,
+    /// When the definition was created.
     pub created_at: DateTime<Utc>,
+    /// When the definition's schema last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -87,7 +92,9 @@ pub struct EventView {
 pub struct EventList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<EventView>,
 }
 
@@ -112,6 +119,7 @@ pub struct SendEvent {
 pub struct StartedRun {
     /// The run's id.
     pub id: String,
+    /// The automation the run belongs to.
     pub automation_id: String,
 }
 
@@ -124,6 +132,7 @@ pub struct EventSent {
     pub id: String,
     /// The event's name.
     pub event: String,
+    /// The contact the event was recorded for.
     pub contact_id: String,
     /// One run per enabled automation the event triggers.
     pub runs: Vec<StartedRun>,

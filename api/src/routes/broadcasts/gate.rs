@@ -150,15 +150,19 @@ pub async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: 
 pub struct GateStep {
     /// `sending_domain`, `postal_address`, `segment`, `body`, `marketing_enabled` or `team_standing`.
     pub name: String,
+    /// Whether the step passes.
     pub passed: bool,
+    /// What the step found, or what to do to pass it.
     pub message: String,
 }
 
 /// One content check.
 #[derive(Object)]
 pub struct BroadcastCheck {
+    /// The check's name, such as `links`.
     pub name: String,
     /// `pass`, `warn` or `fail`.
     pub status: String,
+    /// What the check found, for a person.
     pub message: String,
 }

@@ -41,6 +41,7 @@ pub struct CreateBroadcast {
     /// Deprecated alias of `segment_id`.
     #[oai(deprecated)]
     pub audience_id: Option<IdText>,
+    /// Reply-To addresses.
     pub reply_to: Option<Addresses>,
     /// HTML with `{{{KEY}}}` merge variables.
     pub html: Option<String>,
@@ -64,19 +65,30 @@ pub struct CreateBroadcast {
 /// Body of `PATCH /broadcasts/{id}` (drafts only): the fields sent replace the draft's.
 #[derive(Object, Deserialize)]
 pub struct UpdateBroadcast {
+    /// `Name <address>` on a verified domain of the team.
     pub from: Option<String>,
+    /// One line, at most 998 bytes; `{{{KEY}}}` merge variables allowed.
     pub subject: Option<String>,
+    /// Up to 200 characters (for the team's own reference).
     #[oai(validator(max_length = 200))]
     pub name: Option<String>,
+    /// The segment sent to.
     pub segment_id: Option<IdText>,
+    /// Deprecated alias of `segment_id`.
     #[oai(deprecated)]
     pub audience_id: Option<IdText>,
+    /// Reply-To addresses.
     pub reply_to: Option<Addresses>,
+    /// HTML with `{{{KEY}}}` merge variables.
     pub html: Option<String>,
+    /// Plain text with `{{{KEY}}}` merge variables.
     pub text: Option<String>,
+    /// The preview line mail clients show after the subject (up to 150 characters advised).
     #[oai(validator(max_length = 500))]
     pub preview_text: Option<String>,
+    /// The topic: contacts opted out of it are left out, and its unsubscribe link leaves it.
     pub topic_id: Option<IdText>,
+    /// A template instead of `html` and `text`.
     pub template: Option<BroadcastTemplate>,
 }
 
@@ -92,7 +104,9 @@ pub enum CreateResponse {
 pub struct BroadcastList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<BroadcastView>,
 }
 

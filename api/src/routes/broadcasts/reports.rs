@@ -89,13 +89,16 @@ pub struct BroadcastClickedLink {
 pub struct BroadcastClickedLinks {
     /// Always `list`.
     pub object: String,
+    /// The clicked links, most clicked first.
     pub data: Vec<BroadcastClickedLink>,
 }
 
 /// A contact a send resolved.
 #[derive(Object)]
 pub struct BroadcastRecipient {
+    /// The contact's id.
     pub contact_id: String,
+    /// The contact's address when the send resolved it.
     pub email: String,
     /// The email created for the contact, or `null` when it was left out.
     pub email_id: Nullable<String>,
@@ -110,6 +113,8 @@ pub struct BroadcastRecipient {
 pub struct BroadcastRecipientList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest contact first.
     pub data: Vec<BroadcastRecipient>,
 }

@@ -96,5 +96,6 @@ pub struct BroadcastChecks {
     pub object: String,
     /// Whether a check fails (a send then needs `acknowledge_checks: true`).
     pub has_failures: bool,
+    /// Every check, in a fixed order.
     pub checks: Vec<BroadcastCheck>,
 }

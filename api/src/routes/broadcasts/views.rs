@@ -26,9 +26,13 @@ pub struct BroadcastCounts {
     pub excluded: i64,
     /// Emails created.
     pub sent: i64,
+    /// Emails whose latest event is `delivered`.
     pub delivered: i64,
+    /// Emails whose latest event is `bounced`.
     pub bounced: i64,
+    /// Emails whose latest event is `complained`.
     pub complained: i64,
+    /// Emails whose latest event is `failed`.
     pub failed: i64,
     /// Recipients who opened at least once (counted when the domain's open tracking is on).
     pub opened: i64,
@@ -41,26 +45,43 @@ pub struct BroadcastCounts {
 pub struct BroadcastView {
     /// Always `broadcast`.
     pub object: String,
+    /// The broadcast's id.
     pub id: String,
+    /// The broadcast's name (for the team's own reference), or `null` when it has none.
     pub name: Nullable<String>,
+    /// The segment sent to, or `null` when none is set.
     pub segment_id: Nullable<String>,
     /// Deprecated: the same as `segment_id`.
     pub audience_id: Nullable<String>,
+    /// The topic: contacts opted out of it are left out; `null` when none is set.
     pub topic_id: Nullable<String>,
+    /// The template used instead of `html` and `text`, or `null`.
     pub template_id: Nullable<String>,
+    /// The From, as `Name <address>`.
     pub from: String,
+    /// The subject line, with its `{{{KEY}}}` merge variables.
     pub subject: String,
+    /// The Reply-To addresses; empty when none.
     pub reply_to: Vec<String>,
+    /// The HTML with its `{{{KEY}}}` merge variables, or `null` when there is none.
     pub html: Nullable<String>,
+    /// The plain text with its `{{{KEY}}}` merge variables, or `null` when there is none.
     pub text: Nullable<String>,
+    /// The preview line mail clients show after the subject, or `null` when there is none.
     pub preview_text: Nullable<String>,
+    /// The broadcast's status.
     pub status: Choice<BroadcastStatus>,
+    /// When the send is scheduled, or `null` when it is not scheduled.
     pub scheduled_at: Nullable<DateTime<Utc>>,
+    /// When the send finished (status `sent`), or `null` until then.
     pub sent_at: Nullable<DateTime<Utc>>,
     /// Why the broadcast failed.
     pub failed_reason: Nullable<String>,
+    /// Its recipients by outcome.
     pub counts: BroadcastCounts,
+    /// When the broadcast was created.
     pub created_at: DateTime<Utc>,
+    /// When the broadcast was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -128,6 +149,8 @@ crate::choices! {
 /// `{ object: "broadcast", id }`.
 #[derive(Object)]
 pub struct BroadcastRef {
+    /// Always `broadcast`.
     pub object: String,
+    /// The broadcast's id.
     pub id: String,
 }

@@ -28,6 +28,7 @@ pub struct CreateDomain {
     pub custom_return_path: Option<String>,
     /// Where the receiving MX goes: `@` (default, the domain itself) or one label; fixed once created.
     pub receiving_host: Option<String>,
+    /// What the domain is used for: sending (default `enabled`) and receiving (default `disabled`).
     pub capabilities: Option<Capabilities>,
     /// Track opens (default false).
     pub open_tracking: Option<bool>,

@@ -127,19 +127,26 @@ pub struct Autoconfigure {
 /// One record auto-configuration wrote.
 #[derive(Object)]
 pub struct WrittenRecord {
+    /// Which of the domain's records it is.
     pub record: RecordKind,
+    /// `TXT`, `CNAME` or `MX`.
     #[oai(rename = "type")]
     pub record_type: String,
+    /// Fully qualified name.
     pub fqdn: String,
+    /// The value written.
     pub value: String,
 }
 
 /// A record left alone because the name already holds records.
 #[derive(Object)]
 pub struct Conflict {
+    /// Which of the domain's records it is.
     pub record: RecordKind,
+    /// `TXT`, `CNAME` or `MX`.
     #[oai(rename = "type")]
     pub record_type: String,
+    /// Fully qualified name.
     pub fqdn: String,
     /// What the service would have written.
     pub expected: String,
@@ -149,8 +156,10 @@ pub struct Conflict {
 
 #[derive(Object)]
 pub struct ExistingRecord {
+    /// The record's type, as the provider reports it.
     #[oai(rename = "type")]
     pub record_type: String,
+    /// The record's value, as the provider reports it.
     pub value: String,
 }
 
@@ -159,8 +168,11 @@ pub struct ExistingRecord {
 pub struct AutoconfigureResult {
     /// Always `domain_autoconfigure`.
     pub object: String,
+    /// The DNS provider written to.
     pub provider: Provider,
+    /// The records written.
     pub written: Vec<WrittenRecord>,
+    /// The records left alone because the name already holds records.
     pub conflicts: Vec<Conflict>,
     /// Whether the token is kept (sealed) for later runs.
     pub token_kept: bool,

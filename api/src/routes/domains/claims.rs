@@ -105,6 +105,7 @@ pub struct ClaimRecord {
     pub record_type: String,
     /// `@`: the domain itself.
     pub name: String,
+    /// Fully qualified name: the domain.
     pub fqdn: String,
     /// Starts `svc-domain-verification=`.
     pub value: String,
@@ -115,19 +116,26 @@ pub struct ClaimRecord {
 pub struct ClaimView {
     /// Always `domain_claim`.
     pub object: String,
+    /// The claim's id.
     pub id: String,
     /// This team's copy of the domain, which receives the name when the claim completes.
     pub domain_id: String,
+    /// The domain claimed.
     pub name: String,
     /// `pending`, `completed` or `expired`.
     pub status: String,
     /// Why a pending claim has not transferred: `record_not_found`, `owner_recently_verified`
     /// (within 72 hours), `owner_recently_sent` (within 24 hours) or `owner_has_scheduled_mail`.
     pub blocked_reason: Nullable<String>,
+    /// The TXT record to publish.
     pub record: ClaimRecord,
+    /// When the claim was last checked, or `null` before the first check.
     pub checked_at: Nullable<DateTime<Utc>>,
+    /// When a pending claim expires (7 days after it started).
     pub expires_at: DateTime<Utc>,
+    /// When the domain was transferred, or `null` until then.
     pub completed_at: Nullable<DateTime<Utc>>,
+    /// When the claim started.
     pub created_at: DateTime<Utc>,
 }
 

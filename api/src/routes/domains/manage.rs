@@ -27,9 +27,13 @@ pub struct DomainsApi;
 /// Body of `PATCH /domains/{domain_id}`. Region, return path and receiving host are fixed.
 #[derive(Object, Deserialize)]
 pub struct UpdateDomain {
+    /// `opportunistic` or `enforced`.
     pub tls: Option<Tls>,
+    /// Capabilities to turn on or off; one left out stays as it is.
     pub capabilities: Option<Capabilities>,
+    /// Track opens.
     pub open_tracking: Option<bool>,
+    /// Track clicks.
     pub click_tracking: Option<bool>,
     /// Turn receiving on although the receiving name's MX delivers elsewhere today; without it
     /// that is `409 receiving_mx_in_use`.

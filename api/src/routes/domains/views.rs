@@ -62,11 +62,13 @@ pub struct DnsRecord {
     pub priority: Nullable<u16>,
     /// Always `Auto`.
     pub ttl: String,
+    /// What DNS said about the record at its last check.
     pub status: RecordStatus,
     /// Whether the domain's capabilities need this record (DKIM and mail-from always).
     pub required: bool,
     /// What the last check found at the name instead, when it did not match.
     pub found: Nullable<String>,
+    /// When the record was last checked, or `null` before the first check.
     pub checked_at: Nullable<DateTime<Utc>>,
 }
 
@@ -76,6 +78,7 @@ pub struct DkimRotation {
     /// The TXT value to publish at the DKIM name in place of the current one; signing switches
     /// to the new key once a check sees it.
     pub next_value: String,
+    /// When the rotation started.
     pub started_at: DateTime<Utc>,
 }
 
@@ -84,30 +87,46 @@ pub struct DkimRotation {
 pub struct DomainView {
     /// Always `domain`.
     pub object: String,
+    /// The domain's id.
     pub id: String,
+    /// The domain's name.
     pub name: String,
+    /// The domain's state.
     pub status: DomainStatus,
+    /// Where the domain's mail leaves from; fixed once created.
     pub region: Region,
+    /// How delivery treats TLS.
     pub tls: Tls,
+    /// The label of the return-path (mail-from) record; fixed once created.
     pub custom_return_path: String,
+    /// Where the receiving MX goes: `@` (the domain itself) or one label; fixed once created.
     pub receiving_host: String,
+    /// What the domain is used for.
     pub capabilities: CapabilitiesView,
+    /// Whether opens are tracked.
     pub open_tracking: bool,
+    /// Whether clicks are tracked.
     pub click_tracking: bool,
+    /// The DNS records the domain publishes, with what the last check found.
     pub records: Vec<DnsRecord>,
+    /// The DKIM rotation waiting for its new key to appear in DNS, or `null` when none is under way.
     pub dkim_rotation: Nullable<DkimRotation>,
     /// Whether a DNS provider token is kept for auto-configuration.
     pub autoconfigure_credential: bool,
+    /// When DNS was last checked, or `null` before the first check.
     pub checked_at: Nullable<DateTime<Utc>>,
     /// When the domain last became verified.
     pub verified_at: Nullable<DateTime<Utc>>,
+    /// When the domain was added.
     pub created_at: DateTime<Utc>,
 }
 
 /// The domain's capabilities.
 #[derive(Object)]
 pub struct CapabilitiesView {
+    /// Whether sending mail from the domain is on.
     pub sending: Capability,
+    /// Whether receiving mail at the domain's MX is on.
     pub receiving: Capability,
 }
 
@@ -116,7 +135,9 @@ pub struct CapabilitiesView {
 pub struct DomainList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<DomainView>,
 }
 

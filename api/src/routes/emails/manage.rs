@@ -164,7 +164,9 @@ impl EmailsApi {
 pub struct EmailMetrics {
     /// Always `email_metrics`.
     pub object: String,
+    /// The window's start, inclusive.
     pub start_date: DateTime<Utc>,
+    /// The window's end, inclusive.
     pub end_date: DateTime<Utc>,
     /// Emails accepted from you for sending in the window (not inbound mail).
     pub received: i64,
@@ -172,20 +174,31 @@ pub struct EmailMetrics {
     pub sent: i64,
     /// ...delivered to at least one recipient's own mail server.
     pub delivered: i64,
+    /// ...with at least one `email.delivery_delayed` event.
     pub delivery_delayed: i64,
+    /// ...with at least one `email.bounced` event.
     pub bounced: i64,
+    /// ...with at least one `email.complained` event.
     pub complained: i64,
+    /// ...with at least one `email.failed` event.
     pub failed: i64,
+    /// ...with at least one `email.suppressed` event.
     pub suppressed: i64,
+    /// ...with at least one `email.canceled` event.
     pub canceled: i64,
     /// Engagement: opened at least once (when open tracking is on).
     pub opened: i64,
     /// Engagement: a link clicked at least once (when click tracking is on).
     pub clicked: i64,
+    /// `delivered` over `received`, from 0 to 1 (0 when nothing was received).
     pub delivery_rate: f64,
+    /// `bounced` over `received`, from 0 to 1 (0 when nothing was received).
     pub bounce_rate: f64,
+    /// `complained` over `received`, from 0 to 1 (0 when nothing was received).
     pub complaint_rate: f64,
+    /// `opened` over `received`, from 0 to 1 (0 when nothing was received).
     pub open_rate: f64,
+    /// `clicked` over `received`, from 0 to 1 (0 when nothing was received).
     pub click_rate: f64,
 }
 
@@ -201,9 +214,13 @@ pub struct Reschedule {
 pub struct AttachmentView {
     /// Always `attachment`.
     pub object: String,
+    /// The attachment's id.
     pub id: String,
+    /// The file name shown to the recipient.
     pub filename: String,
+    /// The MIME type.
     pub content_type: String,
+    /// The Content-ID an inline attachment is referenced by from the HTML (`cid:<content_id>`), or `null`.
     pub content_id: Nullable<String>,
     /// Bytes.
     pub size: i32,
@@ -216,7 +233,9 @@ pub struct AttachmentView {
 pub struct AttachmentList {
     /// Always `list`.
     pub object: String,
+    /// Always false: every attachment is listed.
     pub has_more: bool,
+    /// The attachments, in the order they were sent in.
     pub data: Vec<AttachmentView>,
 }
 

@@ -43,8 +43,11 @@ const INLINE_SAFE_TYPES: &[&str] = &[
 /// An attachment of a received email.
 #[derive(Object)]
 pub struct ReceivedAttachmentView {
+    /// The attachment's id.
     pub id: String,
+    /// The file name it came with, made safe (`attachment-<n>` when nothing usable was left).
     pub filename: String,
+    /// The part's MIME type, lower case (`application/octet-stream` when it gave none).
     pub content_type: String,
     /// `attachment` or `inline`.
     pub content_disposition: String,
@@ -59,22 +62,28 @@ pub struct ReceivedAttachmentView {
 pub struct ReceivedEmailItem {
     /// Always `email`.
     pub object: String,
+    /// The received email's id.
     pub id: String,
     /// The `To` addresses of the message.
     pub to: Vec<String>,
     /// The `From` of the message (`Name <address>` or an address).
     pub from: String,
+    /// The `Subject` of the message.
     pub subject: String,
     /// The message's own Message-ID, without angle brackets.
     pub message_id: Nullable<String>,
+    /// The `Bcc` addresses of the message.
     pub bcc: Vec<String>,
+    /// The `Cc` addresses of the message.
     pub cc: Vec<String>,
+    /// The `Reply-To` addresses of the message.
     pub reply_to: Vec<String>,
     /// Why the message was accepted but not stored: `storage_quota`, `daily_cap`, `virus`,
     /// `parse_failed`, `no_mailbox` or `team_blocked`; null for a stored message.
     pub dropped_reason: Nullable<String>,
     /// When it was received.
     pub created_at: DateTime<Utc>,
+    /// The message's attachments, in message order.
     pub attachments: Vec<ReceivedAttachmentView>,
 }
 
@@ -98,7 +107,9 @@ pub struct ReceivedEmailView {
 pub struct ReceivedEmailList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<ReceivedEmailItem>,
 }
 
@@ -123,7 +134,9 @@ pub struct ReceivedAttachmentLink {
 pub struct ReceivedAttachmentList {
     /// Always `list`.
     pub object: String,
+    /// Always false: every attachment is listed.
     pub has_more: bool,
+    /// The attachments, in message order.
     pub data: Vec<ReceivedAttachmentLink>,
 }
 

@@ -71,7 +71,9 @@ pub struct SendEmail {
     pub from: Option<String>,
     /// Recipients; `to`, `cc` and `bcc` together at most 50.
     pub to: Required<Addresses>,
+    /// Cc recipients; counted toward the cap of 50.
     pub cc: Option<Addresses>,
+    /// Bcc recipients; counted toward the cap of 50.
     pub bcc: Option<Addresses>,
     /// Reply-To addresses (not counted toward the recipient cap).
     pub reply_to: Option<Addresses>,

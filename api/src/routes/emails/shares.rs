@@ -30,11 +30,15 @@ pub struct ShareRequest {
 pub struct ShareView {
     /// Always `email_share`.
     pub object: String,
+    /// The link's id.
     pub id: String,
+    /// The email the link shows.
     pub email_id: String,
     /// The read-only page, at the deployment's public URL.
     pub url: String,
+    /// When the link stops working.
     pub expires_at: DateTime<Utc>,
+    /// When the link was minted.
     pub created_at: DateTime<Utc>,
 }
 
@@ -43,6 +47,7 @@ pub struct ShareView {
 pub struct SharesRevoked {
     /// Always `email_share`.
     pub object: String,
+    /// The email whose links were revoked.
     pub email_id: String,
     /// How many live links stopped working.
     pub revoked: i64,

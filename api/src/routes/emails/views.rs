@@ -27,10 +27,12 @@ pub struct RecipientView {
 /// One event of an email's timeline.
 #[derive(Object)]
 pub struct TimelineItem {
+    /// The event's id.
     pub id: String,
     /// The event type, such as `email.delivered`.
     #[oai(rename = "type")]
     pub event_type: String,
+    /// When the event happened.
     pub created_at: DateTime<Utc>,
     /// The event's data, as webhooks deliver it.
     pub data: Value,
@@ -41,14 +43,23 @@ pub struct TimelineItem {
 pub struct EmailView {
     /// Always `email`.
     pub object: String,
+    /// The email's id.
     pub id: String,
+    /// The From, as sent (`address` or `Name <address>`).
     pub from: String,
+    /// The `To` addresses, as sent.
     pub to: Vec<String>,
+    /// The `Cc` addresses, as sent.
     pub cc: Vec<String>,
+    /// The `Bcc` addresses, as sent.
     pub bcc: Vec<String>,
+    /// The Reply-To addresses; empty when none.
     pub reply_to: Vec<String>,
+    /// The subject line.
     pub subject: String,
+    /// The HTML body, or `null` when there is none (always `null` in lists).
     pub html: Nullable<String>,
+    /// The plain-text body, or `null` when there is none (always `null` in lists).
     pub text: Nullable<String>,
     /// Custom headers, name to value.
     pub headers: BTreeMap<String, String>,
@@ -59,6 +70,7 @@ pub struct EmailView {
     /// The latest event: `queued`, `scheduled`, `sent`, `delivered`, `delivery_delayed`,
     /// `bounced`, `complained`, `failed`, `canceled` or `suppressed`.
     pub last_event: String,
+    /// When the email is (or was) scheduled to send; `null` for an email sent at once.
     pub scheduled_at: Nullable<DateTime<Utc>>,
     /// Why the email failed (`ambiguous_submission`, `tls_required`).
     pub failed_reason: Nullable<String>,
@@ -66,6 +78,7 @@ pub struct EmailView {
     pub api_key_id: Nullable<String>,
     /// Size of the bodies and attachments in bytes.
     pub size: i32,
+    /// When the email was accepted.
     pub created_at: DateTime<Utc>,
     /// The template and the exact version the email was rendered from, or `null`.
     pub template: Nullable<EmailTemplate>,
@@ -78,7 +91,9 @@ pub struct EmailView {
 /// The template version a send used.
 #[derive(Object)]
 pub struct EmailTemplate {
+    /// The template's id.
     pub id: String,
+    /// The template version the email was rendered from.
     pub version: i32,
 }
 
@@ -87,7 +102,9 @@ pub struct EmailTemplate {
 pub struct EmailList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<EmailView>,
 }
 

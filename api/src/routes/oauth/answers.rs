@@ -21,6 +21,7 @@ pub const CODE_SECONDS: i64 = 300;
 pub struct OAuthError {
     /// One of document C's OAuth error values.
     pub error: String,
+    /// What went wrong, for a person.
     pub error_description: String,
 }
 

@@ -44,16 +44,27 @@ impl DiscoveryApi {
 /// Authorization-server metadata (RFC 8414).
 #[derive(Object)]
 pub struct ServerMetadata {
+    /// The authorization server's identifier: the deployment's public URL.
     pub issuer: String,
+    /// Where a person is sent to consent (`/oauth/authorize`).
     pub authorization_endpoint: String,
+    /// Where codes and refresh tokens are exchanged for tokens (`/oauth/token`).
     pub token_endpoint: String,
+    /// Where clients register (`/oauth/register`, RFC 7591).
     pub registration_endpoint: String,
+    /// Where tokens are revoked (`/oauth/revoke`, RFC 7009).
     pub revocation_endpoint: String,
+    /// Only `code`.
     pub response_types_supported: Vec<String>,
+    /// `authorization_code` and `refresh_token`.
     pub grant_types_supported: Vec<String>,
+    /// Only `S256` (PKCE).
     pub code_challenge_methods_supported: Vec<String>,
+    /// Only `none`: public clients.
     pub token_endpoint_auth_methods_supported: Vec<String>,
+    /// Only `none`: public clients.
     pub revocation_endpoint_auth_methods_supported: Vec<String>,
+    /// Every scope a client may ask for.
     pub scopes_supported: Vec<String>,
 }
 
@@ -62,9 +73,13 @@ pub struct ServerMetadata {
 pub struct ResourceMetadata {
     /// This API's identifier, the `resource` value tokens are for.
     pub resource: String,
+    /// The authorization server that issues its tokens: the deployment's public URL.
     pub authorization_servers: Vec<String>,
+    /// Every scope a token may carry.
     pub scopes_supported: Vec<String>,
+    /// Only `header`: `Authorization: Bearer`.
     pub bearer_methods_supported: Vec<String>,
+    /// Always `Herald`.
     pub resource_name: String,
 }
 

@@ -54,14 +54,21 @@ impl GrantsApi {
 pub struct GrantView {
     /// Always `oauth_grant`.
     pub object: String,
+    /// The grant's id.
     pub id: String,
+    /// The client's id (`rkoc_…`).
     pub client_id: String,
+    /// The client's name, as shown on the consent page.
     pub client_name: String,
     /// The person whose access the client's tokens act with.
     pub user_id: String,
+    /// The address of the person whose access the client's tokens act with.
     pub user_email: String,
+    /// The scopes allowed.
     pub scopes: Vec<String>,
+    /// When the person first allowed the client.
     pub created_at: DateTime<Utc>,
+    /// When the grant last changed (a later consent adds its scopes).
     pub updated_at: DateTime<Utc>,
 }
 
@@ -70,6 +77,7 @@ pub struct GrantView {
 pub struct GrantList {
     /// Always `list`.
     pub object: String,
+    /// The grants, newest first.
     pub data: Vec<GrantView>,
 }
 
@@ -78,6 +86,7 @@ pub struct GrantList {
 pub struct GrantDeleted {
     /// Always `oauth_grant`.
     pub object: String,
+    /// The grant's id.
     pub id: String,
     /// Always true.
     pub deleted: bool,

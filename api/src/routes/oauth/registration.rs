@@ -121,8 +121,10 @@ pub struct ClientMetadata {
     /// Only `none`: public clients.
     #[oai(validator(max_length = 100))]
     pub token_endpoint_auth_method: Option<String>,
+    /// An identifier of the client software, the same in every copy of it (RFC 7591); kept as given.
     #[oai(validator(max_length = 200))]
     pub software_id: Option<String>,
+    /// The client software's version (RFC 7591); kept as given.
     #[oai(validator(max_length = 200))]
     pub software_version: Option<String>,
 }
@@ -139,16 +141,25 @@ pub struct ClientView {
     /// `rkor_…`: answered once, at registration.
     #[oai(skip_serializing_if_is_none)]
     pub registration_access_token: Option<String>,
+    /// Shown on the consent page.
     pub client_name: String,
+    /// The redirect URIs, matched exactly at authorize.
     pub redirect_uris: Vec<String>,
+    /// The grant types the client may use.
     pub grant_types: Vec<String>,
+    /// Only `code`.
     pub response_types: Vec<String>,
     /// Always `none`.
     pub token_endpoint_auth_method: String,
+    /// Space-separated scopes the client asks for when authorize names none, or `null`.
     pub scope: Nullable<String>,
+    /// An https link shown on the consent page, or `null`.
     pub client_uri: Nullable<String>,
+    /// An https image shown on the consent page, or `null`.
     pub logo_uri: Nullable<String>,
+    /// The client software's identifier, as registered, or `null`.
     pub software_id: Nullable<String>,
+    /// The client software's version, as registered, or `null`.
     pub software_version: Nullable<String>,
 }
 

@@ -70,6 +70,7 @@ pub struct TotpEnrolment {
 pub struct TotpState {
     /// Always `totp`.
     pub object: String,
+    /// Whether sign-in asks for a TOTP code.
     pub enabled: bool,
     /// Ten single-use codes, shown once when TOTP is turned on (empty otherwise).
     pub recovery_codes: Vec<String>,

@@ -38,8 +38,10 @@ pub struct SignUp {
 /// Body of `POST /auth/login`.
 #[derive(Object, Deserialize)]
 pub struct SignIn {
+    /// The address the person signs in with.
     #[oai(validator(max_length = 320))]
     pub email: Required<String>,
+    /// The account's password.
     #[oai(validator(max_length = 200))]
     pub password: Required<String>,
     /// The six-digit code of the person's authenticator app, or one of their recovery codes;

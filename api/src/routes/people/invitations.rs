@@ -52,13 +52,19 @@ pub struct AcceptInvitation {
 pub struct InvitationView {
     /// Always `invitation`.
     pub object: String,
+    /// The invitation's id.
     pub id: String,
+    /// The address invited.
     pub email: String,
+    /// The role the invited person gets on accepting.
     pub role: Choice<Role>,
+    /// Where the invitation stands.
     pub status: Choice<InvitationStatus>,
     /// Who invited; `null` when that person is gone.
     pub invited_by: Nullable<String>,
+    /// When the invitation was sent.
     pub created_at: DateTime<Utc>,
+    /// When a pending invitation expires (7 days after it was sent).
     pub expires_at: DateTime<Utc>,
 }
 
@@ -67,6 +73,7 @@ pub struct InvitationView {
 pub struct InvitationList {
     /// Always `list`.
     pub object: String,
+    /// The invitations, newest first.
     pub data: Vec<InvitationView>,
 }
 

@@ -29,8 +29,11 @@ pub fn role(choice: Option<Choice<Role>>) -> ApiResult<String> {
 /// The signed-in person.
 #[derive(Object)]
 pub struct PersonView {
+    /// The person's id.
     pub id: String,
+    /// The address the person signs in with.
     pub email: String,
+    /// How teammates see the person.
     pub name: String,
     /// Whether the address has been confirmed.
     pub email_verified: bool,
@@ -41,8 +44,11 @@ pub struct PersonView {
 /// The session's current team and the person's role in it.
 #[derive(Object)]
 pub struct TeamRole {
+    /// The team's id.
     pub id: String,
+    /// The team's name.
     pub name: String,
+    /// The person's role in the team.
     pub role: Choice<Role>,
 }
 
@@ -51,11 +57,13 @@ pub struct TeamRole {
 pub struct SessionView {
     /// Always `session`.
     pub object: String,
+    /// The signed-in person.
     pub user: PersonView,
     /// The current team; `null` when the person belongs to none.
     pub team: Nullable<TeamRole>,
     /// Send it as `X-CSRF-Token` with every write made with the session cookie.
     pub csrf_token: String,
+    /// When the session ends (14 days after it opened).
     pub expires_at: DateTime<Utc>,
 }
 

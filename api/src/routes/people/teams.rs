@@ -33,11 +33,15 @@ pub struct CreateTeam {
 pub struct TeamMembership {
     /// Always `team`.
     pub object: String,
+    /// The team's id.
     pub id: String,
+    /// The team's name.
     pub name: String,
+    /// The person's role in the team.
     pub role: Choice<Role>,
     /// Whether it is the session's current team.
     pub current: bool,
+    /// When the person joined the team.
     pub joined_at: DateTime<Utc>,
 }
 
@@ -46,6 +50,7 @@ pub struct TeamMembership {
 pub struct TeamMembershipList {
     /// Always `list`.
     pub object: String,
+    /// Every team the person belongs to, in the order they joined.
     pub data: Vec<TeamMembership>,
 }
 
@@ -54,10 +59,15 @@ pub struct TeamMembershipList {
 pub struct TeamMember {
     /// Always `team_member`.
     pub object: String,
+    /// The member's person id.
     pub user_id: String,
+    /// The member's address.
     pub email: String,
+    /// How teammates see the member.
     pub name: String,
+    /// The member's role in the team.
     pub role: Choice<Role>,
+    /// When the member joined the team.
     pub joined_at: DateTime<Utc>,
 }
 
@@ -66,12 +76,14 @@ pub struct TeamMember {
 pub struct TeamMemberList {
     /// Always `list`.
     pub object: String,
+    /// Every member, in the order they joined.
     pub data: Vec<TeamMember>,
 }
 
 /// Body of `PATCH /team/members/{user_id}`.
 #[derive(Object, Deserialize)]
 pub struct ChangeRole {
+    /// The member's new role.
     pub role: Required<Choice<Role>>,
 }
 
@@ -80,6 +92,7 @@ pub struct ChangeRole {
 pub struct MemberRemoved {
     /// Always `team_member`.
     pub object: String,
+    /// The removed member's person id.
     pub user_id: String,
     /// Always true.
     pub deleted: bool,

@@ -33,6 +33,7 @@ pub struct UploadForm {
 pub struct BrandAssetView {
     /// Always `brand_asset`.
     pub object: String,
+    /// The image's id.
     pub id: String,
     /// The image's public address at Herald, ready for `brand_kit.logo_url` or a template.
     pub logo_url: String,
@@ -40,6 +41,7 @@ pub struct BrandAssetView {
     pub content_type: String,
     /// Bytes.
     pub size: i32,
+    /// When the image was uploaded.
     pub created_at: DateTime<Utc>,
 }
 

@@ -49,7 +49,9 @@ pub struct BrandKit {
     /// Six-digit hex colour with `#`.
     #[oai(validator(pattern = "^#[0-9A-Fa-f]{6}$"))]
     pub accent_color: Nullable<String>,
+    /// The brand font.
     pub font: Nullable<Choice<Font>>,
+    /// The button shape.
     pub button_style: Nullable<Choice<ButtonStyle>>,
     /// Up to 200 characters, one line.
     #[oai(validator(max_length = 200))]

@@ -51,7 +51,9 @@ pub struct PlanLimits {
     pub included_emails: i32,
     /// Emails a day, or `null` for no daily cap.
     pub daily_cap: Nullable<i32>,
+    /// Domains the team may hold.
     pub domain_limit: i32,
+    /// Webhook endpoints the team may hold.
     pub webhook_endpoint_limit: i32,
     /// Days logs and events are kept.
     pub retention_days: i32,
@@ -60,18 +62,26 @@ pub struct PlanLimits {
 /// The team's plan.
 #[derive(Object)]
 pub struct PlanView {
+    /// The plan's code.
     pub code: String,
+    /// The plan's display name.
     pub name: String,
+    /// What the plan allows.
     pub limits: PlanLimits,
 }
 
 /// The team's postal address.
 #[derive(Object, Deserialize, Serialize, Clone)]
 pub struct PostalAddress {
+    /// The first line.
     pub line1: String,
+    /// The second line, or `null` when there is none.
     pub line2: Nullable<String>,
+    /// The city.
     pub city: String,
+    /// The state or region, or `null` when there is none.
     pub state: Nullable<String>,
+    /// The postal code, or `null` when there is none.
     pub postal_code: Nullable<String>,
     /// ISO 3166-1 alpha-2, upper case.
     pub country: Choice<Country>,
@@ -102,7 +112,9 @@ pub struct PostalAddressInput {
 /// Who the team's mail says it is from, and where it can be reached by post.
 #[derive(Object)]
 pub struct SenderIdentity {
+    /// The name the team's mail says it is from, or `null` when unset.
     pub sender_name: Nullable<String>,
+    /// The postal address every marketing message carries, or `null` when unset.
     pub postal_address: Nullable<PostalAddress>,
 }
 
@@ -113,17 +125,24 @@ pub struct SendingView {
     pub sandbox_regions: Vec<String>,
     /// 0 to 3.
     pub tier: i16,
+    /// The tier's name.
     pub tier_name: Choice<TierName>,
+    /// What raises the tier next, or `null` at the top tier.
     pub next_unlock: Nullable<Choice<NextUnlock>>,
 }
 
 /// Single sign-on, when configured (never a secret or a member list).
 #[derive(Object)]
 pub struct SsoView {
+    /// The single sign-on configuration's state.
     pub status: String,
+    /// The identity provider's issuer.
     pub issuer: String,
+    /// Herald's client id at the identity provider.
     pub client_id: String,
+    /// Whether members must sign in with single sign-on.
     pub enforced: bool,
+    /// The email domains the configuration covers.
     pub domains: Vec<String>,
 }
 
@@ -132,16 +151,25 @@ pub struct SsoView {
 pub struct TeamView {
     /// Always `team`.
     pub object: String,
+    /// The team's id.
     pub id: String,
     /// 1 to 80 characters; not unique.
     pub name: String,
+    /// The team's unique URL-safe name, set when the team is made.
     pub slug: String,
+    /// When the team was created.
     pub created_at: DateTime<Utc>,
+    /// The team's standing: `suspended` stops every key of the team.
     pub risk_state: RiskState,
+    /// The team's plan and its limits.
     pub plan: PlanView,
+    /// Who the team's mail says it is from, and where it can be reached by post.
     pub sender_identity: SenderIdentity,
+    /// Whether AI assist is on.
     pub ai_assist_enabled: bool,
+    /// The brand templates draw with.
     pub brand_kit: BrandKit,
+    /// The sending tier: what the team may do and what unlocks more.
     pub sending: SendingView,
     /// `null` until single sign-on exists.
     pub sso: Nullable<SsoView>,

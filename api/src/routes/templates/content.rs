@@ -44,9 +44,12 @@ pub struct VariableIn {
 /// A declared variable as stored.
 #[derive(Object, Clone, Debug)]
 pub struct VariableView {
+    /// Letters, digits and `_`; used as `{{key}}`.
     pub key: String,
+    /// The variable's type.
     #[oai(rename = "type")]
     pub kind: Choice<VariableType>,
+    /// What a send that leaves the variable out gets, or `null` when there is none.
     pub fallback_value: Nullable<Value>,
 }
 

@@ -53,18 +53,26 @@ pub struct UpdateSavedBlock {
 pub struct SavedBlockView {
     /// Always `saved_block`.
     pub object: String,
+    /// The saved block's id.
     pub id: String,
+    /// The saved block's name.
     pub name: String,
+    /// Whether it holds one block or a whole section.
     pub kind: Choice<SavedKind>,
+    /// The block (`{ type, ... }`) or section (`{ columns: [...] }`) as in a block document.
     pub content: Value,
+    /// When the saved block was created.
     pub created_at: DateTime<Utc>,
+    /// When the saved block was last renamed or changed.
     pub updated_at: DateTime<Utc>,
 }
 
 /// `{ object: "saved_block", id }`.
 #[derive(Object)]
 pub struct SavedBlockRef {
+    /// Always `saved_block`.
     pub object: String,
+    /// The saved block's id.
     pub id: String,
 }
 
@@ -73,6 +81,7 @@ pub struct SavedBlockRef {
 pub struct SavedBlockUpdated {
     /// Always `saved_block`.
     pub object: String,
+    /// The saved block's id.
     pub id: String,
     /// Template versions (published or draft) recompiled with the new content.
     pub recompiled_versions: i64,
@@ -90,16 +99,21 @@ pub enum CreateResponse {
 pub struct SavedBlockList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<SavedBlockView>,
 }
 
 /// A starter's declared variable.
 #[derive(Object)]
 pub struct StarterVariable {
+    /// The placeholder key, used as `{{key}}`.
     pub key: String,
+    /// The variable's type.
     #[oai(rename = "type")]
     pub kind: Choice<VariableType>,
+    /// What a send that leaves the variable out gets, or `null` when there is none.
     pub fallback_value: Nullable<Value>,
 }
 
@@ -108,11 +122,17 @@ pub struct StarterVariable {
 pub struct StarterView {
     /// Always `starter`.
     pub object: String,
+    /// The starter's identifier, such as `password-reset`: send it as `starter` to `POST /templates`.
     pub slug: String,
+    /// The starter's display name.
     pub name: String,
+    /// What the starter is for.
     pub description: String,
+    /// The subject line, which may use the variables.
     pub subject: String,
+    /// The `{{key}}` variables the subject and document use, exactly.
     pub variables: Vec<StarterVariable>,
+    /// The block document.
     pub document: Value,
 }
 
@@ -123,6 +143,7 @@ pub struct StarterList {
     pub object: String,
     /// Always false: the whole library is listed.
     pub has_more: bool,
+    /// Every starter in the library.
     pub data: Vec<StarterView>,
 }
 

@@ -80,14 +80,18 @@ pub struct UpdateTemplate {
     #[serde(default)]
     #[oai(validator(max_length = 63, pattern = "^[a-z0-9][a-z0-9_-]*$"))]
     pub alias: MaybeUndefined<String>,
+    /// As on create; `null` removes it.
     #[serde(default)]
     pub from: MaybeUndefined<String>,
+    /// As on create; `null` removes it.
     #[serde(default)]
     pub subject: MaybeUndefined<String>,
+    /// As on create; `null` removes it.
     #[serde(default)]
     pub reply_to: MaybeUndefined<Addresses>,
     /// Makes the template a code template (its block document, if any, is dropped).
     pub html: Option<String>,
+    /// As on create; `null` removes it. Refused for a visual template: its text is compiled from the document.
     #[serde(default)]
     pub text: MaybeUndefined<String>,
     /// Replaces the declared variables.
@@ -95,6 +99,7 @@ pub struct UpdateTemplate {
     pub variables: Option<Vec<VariableIn>>,
     /// Replaces the block document (the template becomes visual).
     pub document: Option<Value>,
+    /// As on create; `null` removes them (the template follows the team's brand kit).
     #[serde(default)]
     pub brand_overrides: MaybeUndefined<Value>,
 }
@@ -102,6 +107,7 @@ pub struct UpdateTemplate {
 /// `{ id, object: "template" }`.
 #[derive(Object)]
 pub struct TemplateRef {
+    /// The template's id.
     pub id: String,
     /// Always `template`.
     pub object: String,
@@ -119,9 +125,13 @@ pub enum CreateResponse {
 pub struct TemplateView {
     /// Always `template`.
     pub object: String,
+    /// The template's id.
     pub id: String,
+    /// The template's name.
     pub name: String,
+    /// The template's alias, or `null` when it has none.
     pub alias: Nullable<String>,
+    /// `published` once a version has been published, otherwise `draft`.
     pub status: Choice<TemplateStatus>,
     /// The newest version: the open draft, or the published version when there is no draft.
     pub current_version: i32,
@@ -133,21 +143,30 @@ pub struct TemplateView {
     pub content: ContentView,
     /// When the current version was published (`null` while it is a draft).
     pub published_at: Nullable<DateTime<Utc>>,
+    /// When the template was created.
     pub created_at: DateTime<Utc>,
+    /// When the template was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
 /// A version's content.
 #[derive(Object)]
 pub struct ContentView {
+    /// The From (`address` or `Name <address>`, `{{key}}` placeholders kept), or `null` when unset.
     pub from: Nullable<String>,
+    /// The subject line (`{{key}}` placeholders kept), or `null` when unset.
     pub subject: Nullable<String>,
+    /// The Reply-To addresses, or `null` when unset.
     pub reply_to: Nullable<Vec<String>>,
+    /// The HTML (compiled from the document for a visual template), or `null` when there is none.
     pub html: Nullable<String>,
+    /// The plain text (compiled from the document for a visual template), or `null` when there is none.
     pub text: Nullable<String>,
+    /// The declared variables.
     pub variables: Vec<VariableView>,
     /// The block document of a visual template, `null` for a code template.
     pub document: Nullable<Value>,
+    /// Brand fields that differ from the team's brand kit, or `null` when the template follows the team.
     pub brand_overrides: Nullable<Value>,
 }
 
@@ -169,14 +188,23 @@ fn content_view(content: Content) -> ContentView {
 pub struct TemplateSummary {
     /// Always `template`.
     pub object: String,
+    /// The template's id.
     pub id: String,
+    /// The template's name.
     pub name: String,
+    /// The template's alias, or `null` when it has none.
     pub alias: Nullable<String>,
+    /// `published` once a version has been published, otherwise `draft`.
     pub status: Choice<TemplateStatus>,
+    /// The newest version: the open draft, or the published version when there is no draft.
     pub current_version: i32,
+    /// The version sends use, or `null` until the first publish.
     pub published_version: Nullable<i32>,
+    /// True when the current version is an open (unpublished) draft.
     pub has_unpublished_versions: bool,
+    /// When the template was created.
     pub created_at: DateTime<Utc>,
+    /// When the template was last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -185,7 +213,9 @@ pub struct TemplateSummary {
 pub struct TemplateList {
     /// Always `list`.
     pub object: String,
+    /// Whether more items follow this page.
     pub has_more: bool,
+    /// The items of this page, newest first.
     pub data: Vec<TemplateSummary>,
 }
 
@@ -194,13 +224,19 @@ pub struct TemplateList {
 pub struct VersionView {
     /// Always `template_version`.
     pub object: String,
+    /// The template's id.
     pub template_id: String,
+    /// The version's number, from 1.
     pub version: i32,
+    /// `published` once this version has been published, otherwise `draft`.
     pub status: Choice<TemplateStatus>,
     #[oai(flatten)]
     pub content: ContentView,
+    /// When this version was published (`null` while it is a draft).
     pub published_at: Nullable<DateTime<Utc>>,
+    /// When this version was opened.
     pub created_at: DateTime<Utc>,
+    /// When this version's content last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -209,11 +245,17 @@ pub struct VersionView {
 pub struct VersionSummary {
     /// Always `template_version`.
     pub object: String,
+    /// The version's number, from 1.
     pub version: i32,
+    /// `published` once this version has been published, otherwise `draft`.
     pub status: Choice<TemplateStatus>,
+    /// The version's subject, or `null` when it has none.
     pub subject: Nullable<String>,
+    /// When this version was published (`null` while it is a draft).
     pub published_at: Nullable<DateTime<Utc>>,
+    /// When this version was opened.
     pub created_at: DateTime<Utc>,
+    /// When this version's content last changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -224,6 +266,7 @@ pub struct VersionList {
     pub object: String,
     /// Always false: every version is listed.
     pub has_more: bool,
+    /// Every version, newest first.
     pub data: Vec<VersionSummary>,
 }
 
@@ -243,7 +286,9 @@ pub struct CheckView {
     /// `variables`, `links`, `link_types`, `subject`, `preview_text`, `alt_text`,
     /// `image_weight`, `text_and_images` or `unsubscribe`.
     pub name: String,
+    /// The check's verdict.
     pub status: Choice<CheckStatus>,
+    /// What the check found, for a person.
     pub message: String,
 }
 
@@ -252,8 +297,11 @@ pub struct CheckView {
 pub struct ChecksView {
     /// Always `template_checks`.
     pub object: String,
+    /// The template's id.
     pub template_id: String,
+    /// The version checked.
     pub version: i32,
+    /// Every check, in the order `name` lists them.
     pub checks: Vec<CheckView>,
 }
 
