@@ -109,11 +109,7 @@ pub(crate) fn parse_date(text: &str) -> Option<chrono::NaiveDate> {
 
 /// An RFC 3339 instant in UTC, or a `YYYY-MM-DD` date at midnight UTC.
 pub(crate) fn parse_instant(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    let text = text.trim();
-    if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Some(time.to_utc());
-    }
-    Some(chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?.and_hms_opt(0, 0, 0)?.and_utc())
+    crate::condition::instant(text)
 }
 
 /// A date in one of the US English styles.

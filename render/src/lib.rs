@@ -15,6 +15,7 @@
 mod brand;
 mod catalog;
 pub mod checks;
+pub mod condition;
 mod context;
 mod document;
 mod escape;

@@ -2,16 +2,12 @@
 //! properties, topics, segments, the trigger event and the current repeat item.
 
 use crate::catalog::Catalog;
+use crate::condition::{Field, Kind, MAX_CONDITIONS, MAX_IN_VALUES, Op, in_list_fits, operators};
 use crate::merge::Path;
 use crate::{Contact, Problem};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use uuid::Uuid;
-
-/// At most this many conditions in one rule.
-pub const LIMIT_CONDITIONS: usize = 20;
-/// At most this many values in an `in` list.
-pub const LIMIT_IN_VALUES: usize = 100;
 
 /// A compiled rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -85,78 +81,15 @@ impl From<Target> for String {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-enum Op {
-    Eq,
-    Neq,
-    Contains,
-    In,
-    Exists,
-    Gt,
-    Gte,
-    Lt,
-    Lte,
-}
-
-impl Op {
-    fn parse(name: &str) -> Option<Op> {
-        Some(match name {
-            "eq" => Op::Eq,
-            "neq" => Op::Neq,
-            "contains" => Op::Contains,
-            "in" => Op::In,
-            "exists" => Op::Exists,
-            "gt" => Op::Gt,
-            "gte" => Op::Gte,
-            "lt" => Op::Lt,
-            "lte" => Op::Lte,
-            _ => return None,
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    String,
-    Number,
-    Boolean,
-    Date,
-    Any,
-}
-
-/// The operators of a field, as Herald's segment filters allow them (event and item fields take all).
-fn operators(target: &Target, kind: Kind) -> &'static [&'static str] {
-    match (target, kind) {
-        (Target::Email, _) => &["eq", "neq", "contains", "in"],
-        (Target::FirstName | Target::LastName, _) | (Target::Property(_), Kind::String) => {
-            &["eq", "neq", "contains", "exists", "in"]
-        }
-        (Target::Unsubscribed, _) => &["eq"],
-        (Target::CreatedAt, _) => &["gt", "gte", "lt", "lte"],
-        (Target::Property(_), Kind::Number) => &["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"],
-        (Target::Property(_), _) => &["eq", "neq", "exists"],
-        (Target::Event(_) | Target::Item(_), _) => &["eq", "neq", "contains", "in", "exists", "gt", "gte", "lt", "lte"],
-    }
-}
-
-fn fits(kind: Kind, value: &Value) -> bool {
-    match kind {
-        Kind::String => value.is_string(),
-        Kind::Number => value.is_number(),
-        Kind::Boolean => value.is_boolean(),
-        Kind::Date => value.as_str().and_then(crate::format::parse_instant).is_some(),
-        Kind::Any => value.is_string() || value.is_number() || value.is_boolean(),
-    }
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::String => "string",
-        Kind::Number => "number",
-        Kind::Boolean => "boolean",
-        Kind::Date => "date (RFC 3339 or YYYY-MM-DD)",
-        Kind::Any => "string, number or boolean",
+/// The field a target is, for its operators.
+fn field_of(target: &Target, kind: Kind) -> Field {
+    match target {
+        Target::Email => Field::Email,
+        Target::FirstName | Target::LastName => Field::Name,
+        Target::Unsubscribed => Field::Unsubscribed,
+        Target::CreatedAt => Field::CreatedAt,
+        Target::Property(_) => Field::Property(kind),
+        Target::Event(_) | Target::Item(_) => Field::Free,
     }
 }
 
@@ -190,10 +123,10 @@ pub(crate) fn parse(value: &Value, path: &str, catalog: &Catalog, in_repeat: boo
         problems.push(Problem::new(format!("{path}.conditions"), "must be a list of conditions"));
         return None;
     };
-    if list.is_empty() || list.len() > LIMIT_CONDITIONS {
+    if list.is_empty() || list.len() > MAX_CONDITIONS {
         problems.push(Problem::new(
             format!("{path}.conditions"),
-            format!("must hold 1 to {LIMIT_CONDITIONS} conditions"),
+            format!("must hold 1 to {MAX_CONDITIONS} conditions"),
         ));
     }
     let before = problems.len();
@@ -280,7 +213,7 @@ fn condition(value: &Value, path: &str, catalog: &Catalog, in_repeat: bool, prob
         }
     };
     let op_name = map.get("op").and_then(Value::as_str).unwrap_or_default();
-    let allowed = operators(&target, kind);
+    let allowed = operators(field_of(&target, kind));
     let Some(op) = Op::parse(op_name).filter(|_| allowed.contains(&op_name)) else {
         problems.push(Problem::new(
             format!("{path}.op"),
@@ -291,19 +224,17 @@ fn condition(value: &Value, path: &str, catalog: &Catalog, in_repeat: bool, prob
     let value = map.get("value").cloned().unwrap_or(Value::Null);
     let ok = match op {
         Op::Exists => value.is_null() || value.is_boolean(),
-        Op::In => value
-            .as_array()
-            .is_some_and(|items| !items.is_empty() && items.len() <= LIMIT_IN_VALUES && items.iter().all(|v| fits(kind, v))),
+        Op::In => in_list_fits(kind, &value),
         Op::Contains => value.is_string(),
         Op::Gt | Op::Gte | Op::Lt | Op::Lte if kind == Kind::Any => value.is_number() || value.is_string(),
-        _ => fits(kind, &value),
+        _ => kind.fits(&value),
     };
     if !ok {
         let message = match op {
             Op::Exists => "exists takes true, false or no value".to_string(),
-            Op::In => format!("in takes a list of 1 to {LIMIT_IN_VALUES} {} values", kind_name(kind)),
+            Op::In => format!("in takes a list of 1 to {MAX_IN_VALUES} {} values", kind.name()),
             Op::Contains => "contains takes a string".to_string(),
-            _ => format!("must be a {} value", kind_name(kind)),
+            _ => format!("must be a {} value", kind.name()),
         };
         problems.push(Problem::new(format!("{path}.value"), message));
         return None;

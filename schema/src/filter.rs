@@ -11,10 +11,8 @@ use uuid::Uuid;
 
 /// Deepest group nesting.
 pub const MAX_DEPTH: usize = 3;
-/// Most conditions in one filter.
-pub const MAX_CONDITIONS: usize = 20;
-/// Most values in one `in` list.
-pub const MAX_IN_VALUES: usize = 1000;
+pub use render::condition::{Kind, MAX_CONDITIONS, MAX_IN_VALUES, Op};
+use render::condition::{Field, instant as date, operators as field_operators};
 
 /// What a filter is checked against: the team's property types and topic defaults.
 #[derive(Debug, Default, Clone)]
@@ -49,64 +47,26 @@ pub enum Target {
     Property { key: String, kind: Kind },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    String,
-    Number,
-    Boolean,
-    Date,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
-    Eq,
-    Neq,
-    Contains,
-    In,
-    Exists,
-    Gt,
-    Gte,
-    Lt,
-    Lte,
-}
-
-impl Op {
-    fn parse(name: &str) -> Option<Op> {
-        Some(match name {
-            "eq" => Op::Eq,
-            "neq" => Op::Neq,
-            "contains" => Op::Contains,
-            "in" => Op::In,
-            "exists" => Op::Exists,
-            "gt" => Op::Gt,
-            "gte" => Op::Gte,
-            "lt" => Op::Lt,
-            "lte" => Op::Lte,
-            _ => return None,
-        })
-    }
-
-    fn comparison(self) -> &'static str {
-        match self {
-            Op::Gt => " > ",
-            Op::Gte => " >= ",
-            Op::Lt => " < ",
-            Op::Lte => " <= ",
-            _ => " = ",
-        }
+/// The SQL comparison of an ordering operator (` = ` for the rest).
+fn comparison(op: Op) -> &'static str {
+    match op {
+        Op::Gt => " > ",
+        Op::Gte => " >= ",
+        Op::Lt => " < ",
+        Op::Lte => " <= ",
+        _ => " = ",
     }
 }
 
 /// The operators of a field, as document A's table lists them.
 fn operators(target: &Target) -> &'static [&'static str] {
-    match target {
-        Target::Email => &["eq", "neq", "contains", "in"],
-        Target::Name(_) | Target::Property { kind: Kind::String, .. } => &["eq", "neq", "contains", "exists", "in"],
-        Target::Unsubscribed => &["eq"],
-        Target::CreatedAt => &["gt", "gte", "lt", "lte"],
-        Target::Property { kind: Kind::Number, .. } => &["eq", "neq", "gt", "gte", "lt", "lte", "in", "exists"],
-        Target::Property { kind: Kind::Boolean | Kind::Date, .. } => &["eq", "neq", "exists"],
-    }
+    field_operators(match target {
+        Target::Email => Field::Email,
+        Target::Name(_) => Field::Name,
+        Target::Unsubscribed => Field::Unsubscribed,
+        Target::CreatedAt => Field::CreatedAt,
+        Target::Property { kind, .. } => Field::Property(*kind),
+    })
 }
 
 /// Checks a filter; every bad condition is one problem. With `strict` false (reading a stored
@@ -234,7 +194,7 @@ impl Parser<'_> {
             "created_at" => Target::CreatedAt,
             other => match other.strip_prefix("properties.") {
                 Some(key) => match self.catalog.properties.get(key).map(String::as_str) {
-                    Some(kind) => Target::Property { key: key.to_string(), kind: kind_named(kind) },
+                    Some(kind) => Target::Property { key: key.to_string(), kind: Kind::of_property(kind) },
                     None if !self.strict => Target::Property { key: key.to_string(), kind: kind_of(&value) },
                     None => {
                         self.problem(&format!("{path}.field"), format!("`{key}` is not a declared contact property"));
@@ -271,26 +231,18 @@ impl Parser<'_> {
             Op::In => match value.as_array() {
                 Some(items) if !items.is_empty() && items.len() <= MAX_IN_VALUES && items.iter().all(|v| fits(kind, v)) => value,
                 _ => {
-                    self.problem(&format!("{path}.value"), format!("in takes an array of 1 to {MAX_IN_VALUES} {} values", kind_name(kind)));
+                    self.problem(&format!("{path}.value"), format!("in takes an array of 1 to {MAX_IN_VALUES} {} values", kind.name()));
                     return None;
                 }
             },
             _ if fits(kind, &value) => value,
             _ => {
                 let limit = if kind == Kind::String { format!(" of at most {} characters", crate::model::MAX_PROPERTY_TEXT) } else { String::new() };
-                self.problem(&format!("{path}.value"), format!("must be a {} value{limit}", kind_name(kind)));
+                self.problem(&format!("{path}.value"), format!("must be a {} value{limit}", kind.name()));
                 return None;
             }
         };
         Some(Node::Field { target, op, value })
-    }
-}
-
-fn kind_named(name: &str) -> Kind {
-    match name {
-        "number" => Kind::Number,
-        "boolean" => Kind::Boolean,
-        _ => Kind::String,
     }
 }
 
@@ -302,32 +254,11 @@ fn kind_of(value: &Value) -> Kind {
     }
 }
 
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::String => "string",
-        Kind::Number => "number",
-        Kind::Boolean => "boolean",
-        Kind::Date => "date (RFC 3339 or YYYY-MM-DD)",
-    }
-}
-
+/// Whether `value` fits `kind`, a string being at most a property's length.
 fn fits(kind: Kind, value: &Value) -> bool {
-    match kind {
-        Kind::String => value.as_str().is_some_and(|s| s.chars().count() <= crate::model::MAX_PROPERTY_TEXT),
-        Kind::Number => value.is_number(),
-        Kind::Boolean => value.is_boolean(),
-        Kind::Date => value.as_str().is_some_and(|s| date(s).is_some()),
-    }
+    kind.fits(value) && (kind != Kind::String || value.as_str().is_some_and(|s| s.chars().count() <= crate::model::MAX_PROPERTY_TEXT))
 }
 
-/// An RFC 3339 time, or a date (its midnight UTC).
-fn date(text: &str) -> Option<chrono::DateTime<chrono::Utc>> {
-    if let Ok(time) = chrono::DateTime::parse_from_rfc3339(text) {
-        return Some(time.to_utc());
-    }
-    let day = chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()?;
-    Some(day.and_hms_opt(0, 0, 0)?.and_utc())
-}
 
 impl Node {
     /// A rank of how much a test costs per contact: columns, then properties, then groups and
@@ -384,7 +315,7 @@ fn push_expression(query: &mut QueryBuilder<Postgres>, target: &Target) {
             query.push(") = 'number' THEN (c.properties ->> ").push_bind(key.clone()).push(")::numeric END)")
         }
         Target::Property { key, kind: Kind::Boolean | Kind::Date } => query.push("(c.properties -> ").push_bind(key.clone()).push(")"),
-        Target::Property { key, kind: Kind::String } => query.push("(c.properties ->> ").push_bind(key.clone()).push(")"),
+        Target::Property { key, kind: Kind::String | Kind::Any } => query.push("(c.properties ->> ").push_bind(key.clone()).push(")"),
     };
 }
 
@@ -439,7 +370,7 @@ fn push_condition(query: &mut QueryBuilder<Postgres>, target: &Target, op: Op, v
         }
         _ => {
             lhs(query);
-            query.push(op.comparison());
+            query.push(comparison(op));
             push_value(query, target, value);
         }
     }

@@ -431,14 +431,19 @@ async fn a_nul_or_a_ten_megabyte_value_in_any_oauth_field_is_a_4xx_and_writes_no
             assert!((400..500).contains(&answer.status) && answer.body["error"].is_string(), "{field}: {} {}", answer.status, answer.body);
         }
         let revoked = app.client.post(app.url("/oauth/revoke")).form(&[("token", bad), ("client_id", bad)]).send().await.unwrap();
-        assert_eq!(revoked.status().as_u16(), 400, "revoke");
+        // Ten megabytes pass the route's body limit: refused before they are read on (413), in
+        // OAuth's error shape like every answer of the route.
+        let expected = if bad.len() > 1024 * 1024 { 413 } else { 400 };
+        assert_eq!(revoked.status().as_u16(), expected, "revoke");
+        assert_eq!(revoked.json::<Value>().await.unwrap()["error"], "invalid_request");
     }
     assert_eq!((app.count("oauth_clients").await, app.count("oauth_tokens").await), (clients, 0));
 
     let (_, consent) = authorize(&app, &authorize_query(id, &[])).await;
     for bad in ["ada\u{0}@example.com", huge.as_str()] {
         let answer = browser().post(&consent).form(&[("action", "sign_in"), ("email", bad), ("password", bad), ("mfa_code", bad)]).send().await.unwrap();
-        assert_eq!(answer.status().as_u16(), 200);
+        let expected = if bad.len() > 1024 * 1024 { 413 } else { 200 };
+        assert_eq!(answer.status().as_u16(), expected);
         assert!(answer.headers().get("set-cookie").is_none(), "no session for a hostile sign-in");
     }
     assert_eq!(app.count("sessions").await, 0);

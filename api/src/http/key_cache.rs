@@ -53,6 +53,30 @@ struct Inner {
     misses: AtomicU64,
 }
 
+impl Inner {
+    /// The cached entries. A lock poisoned by a panic mid-change is recovered with every entry
+    /// dropped (the next lookups go to PostgreSQL), never left to fail every later request.
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|poisoned| {
+            self.entries.clear_poison();
+            *self.trusted_until.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            let mut entries = poisoned.into_inner();
+            entries.evict("all");
+            entries
+        })
+    }
+
+    /// Until when the cache is trusted; a poisoned lock is recovered as untrusted.
+    fn trusted(&self) -> std::sync::MutexGuard<'_, Option<Instant>> {
+        self.trusted_until.lock().unwrap_or_else(|poisoned| {
+            self.trusted_until.clear_poison();
+            let mut until = poisoned.into_inner();
+            *until = None;
+            until
+        })
+    }
+}
+
 #[derive(Default)]
 struct Entries {
     by_token: HashMap<Vec<u8>, KeyLookup>,
@@ -95,8 +119,8 @@ impl ListenerTask {
         self.pinger.abort();
         let _ = self.reader.await;
         let _ = self.pinger.await;
-        self.cache.inner.entries.lock().expect("cache lock").evict("all");
-        *self.cache.inner.trusted_until.lock().expect("trust lock") = None;
+        self.cache.inner.entries().evict("all");
+        *self.cache.inner.trusted() = None;
         if let Ok(mut conn) = self.cache.inner.pool.acquire().await
             && let Err(error) = auth::unregister_listener(&mut conn, self.cache.inner.id).await
         {
@@ -130,14 +154,14 @@ impl KeyCache {
     /// PostgreSQL (and remembered).
     pub async fn find(&self, token_hash: &[u8]) -> sqlx::Result<Option<KeyLookup>> {
         let trusted = self.trusted();
-        if trusted && let Some(key) = self.inner.entries.lock().expect("cache lock").by_token.get(token_hash) {
+        if trusted && let Some(key) = self.inner.entries().by_token.get(token_hash) {
             return Ok(Some(key.clone()));
         }
         self.inner.misses.fetch_add(1, Ordering::Relaxed);
         let epoch = self.inner.epoch.load(Ordering::SeqCst);
         let found = auth::find_key(&mut *self.inner.pool.acquire().await?, token_hash).await?;
         if trusted && let Some(key) = &found {
-            let mut entries = self.inner.entries.lock().expect("cache lock");
+            let mut entries = self.inner.entries();
             if self.inner.epoch.load(Ordering::SeqCst) == epoch {
                 entries.by_token.insert(token_hash.to_vec(), key.clone());
             }
@@ -149,7 +173,7 @@ impl KeyCache {
     /// token unexpired), else from PostgreSQL (and remembered).
     pub async fn find_token(&self, token_hash: &[u8]) -> sqlx::Result<Option<TokenCaller>> {
         let trusted = self.trusted();
-        if trusted && let Some(token) = self.inner.entries.lock().expect("cache lock").by_access_token.get(token_hash) {
+        if trusted && let Some(token) = self.inner.entries().by_access_token.get(token_hash) {
             if token.expires_at > chrono::Utc::now() {
                 return Ok(Some(token.clone()));
             }
@@ -158,7 +182,7 @@ impl KeyCache {
         let epoch = self.inner.epoch.load(Ordering::SeqCst);
         let found = schema::store::oauth::access(&mut *self.inner.pool.acquire().await?, token_hash).await?;
         if trusted && let Some(token) = &found {
-            let mut entries = self.inner.entries.lock().expect("cache lock");
+            let mut entries = self.inner.entries();
             if self.inner.epoch.load(Ordering::SeqCst) == epoch {
                 entries.by_access_token.insert(token_hash.to_vec(), token.clone());
             }
@@ -173,11 +197,11 @@ impl KeyCache {
 
     /// Whether the listener has heartbeat recently enough for the cache to be used.
     fn trusted(&self) -> bool {
-        self.inner.trusted_until.lock().expect("trust lock").is_some_and(|until| Instant::now() < until)
+        self.inner.trusted().is_some_and(|until| Instant::now() < until)
     }
 
     fn evict(&self, what: &str) {
-        let mut entries = self.inner.entries.lock().expect("cache lock");
+        let mut entries = self.inner.entries();
         self.inner.epoch.fetch_add(1, Ordering::SeqCst);
         entries.evict(what);
     }
@@ -185,11 +209,11 @@ impl KeyCache {
     /// Trusts the cache until [`TRUST`] from now (called before recording a heartbeat, so the
     /// process stops trusting no later than three seconds after the heartbeat's time).
     fn extend_trust(&self) {
-        *self.inner.trusted_until.lock().expect("trust lock") = Some(Instant::now() + TRUST);
+        *self.inner.trusted() = Some(Instant::now() + TRUST);
     }
 
     fn distrust(&self) {
-        *self.inner.trusted_until.lock().expect("trust lock") = None;
+        *self.inner.trusted() = None;
         self.evict("all");
     }
 
@@ -273,5 +297,33 @@ pub async fn settle(pool: &PgPool) -> sqlx::Result<()> {
         }
         tokio::time::sleep(pause).await;
         pause = (pause * 2).min(Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod poison_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_cache_poisoned_by_a_panic_is_recovered_empty_and_untrusted() {
+        let pool = sqlx::postgres::PgPoolOptions::new().connect_lazy("postgres://127.0.0.1/unused").unwrap();
+        let inner = Arc::new(Inner {
+            id: Uuid::nil(),
+            pool,
+            entries: Mutex::new(Entries::default()),
+            epoch: AtomicU64::new(0),
+            trusted_until: Mutex::new(Some(Instant::now() + Duration::from_secs(60))),
+            misses: AtomicU64::new(0),
+        });
+        let poisoner = inner.clone();
+        let _ = std::thread::spawn(move || {
+            let _guard = poisoner.entries.lock().unwrap();
+            panic!("a panic while the entries are held");
+        })
+        .join();
+        assert!(inner.entries.is_poisoned());
+        assert!(inner.entries().by_token.is_empty());
+        assert!(!inner.entries.is_poisoned());
+        assert_eq!(*inner.trusted(), None, "a recovered cache is not trusted until it hears from PostgreSQL again");
     }
 }

@@ -79,7 +79,8 @@ impl Buckets {
     /// (a lock held for nanoseconds), else from PostgreSQL, one request per team at a time
     /// while the others queue for the grant it brings.
     pub async fn take(&self, team_id: Uuid) -> sqlx::Result<Verdict> {
-        let bucket = self.teams.lock().expect("bucket map lock").entry(team_id).or_default().clone();
+        // A lock poisoned by a panic elsewhere holds nothing half-changed that matters: recover it.
+        let bucket = self.teams.lock().unwrap_or_else(std::sync::PoisonError::into_inner).entry(team_id).or_default().clone();
         if let Some(verdict) = bucket.local(Instant::now()) {
             return Ok(verdict);
         }
@@ -110,8 +111,14 @@ impl Buckets {
 }
 
 impl TeamBucket {
+    /// The lease; one poisoned by a panic is recovered empty (the next request asks PostgreSQL).
     fn lease(&self) -> std::sync::MutexGuard<'_, Lease> {
-        self.lease.lock().expect("lease lock")
+        self.lease.lock().unwrap_or_else(|poisoned| {
+            self.lease.clear_poison();
+            let mut lease = poisoned.into_inner();
+            *lease = Lease::default();
+            lease
+        })
     }
 
     /// The answer from what the process holds: a held token, or a refusal while the bucket is
@@ -161,4 +168,24 @@ impl Lease {
 
 fn whole_seconds(wait: Duration) -> u64 {
     wait.as_secs_f64().ceil().max(1.0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_poisoned_by_a_panic_is_recovered_empty_instead_of_failing_every_later_request() {
+        let bucket = std::sync::Arc::new(TeamBucket { waiting: AtomicU32::new(0), lease: Mutex::new(Lease::default()), refill: tokio::sync::Mutex::new(()) });
+        bucket.lease().held = 5;
+        let poisoner = bucket.clone();
+        let _ = std::thread::spawn(move || {
+            let _guard = poisoner.lease.lock().unwrap();
+            panic!("a panic while the lease is held");
+        })
+        .join();
+        assert!(bucket.lease.is_poisoned());
+        assert_eq!(bucket.lease().held, 0, "recovered empty: the next request asks PostgreSQL");
+        assert!(!bucket.lease.is_poisoned());
+    }
 }
