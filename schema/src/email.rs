@@ -226,9 +226,37 @@ pub fn check_content_type(content_type: &str) -> Result<(), String> {
     }
 }
 
+/// A resource a path names by its id or by an address: how every `{id or address}` path
+/// segment is read, so that each answers the same.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdOrEmail {
+    Id(uuid::Uuid),
+    /// Bare, lower-case.
+    Email(String),
+}
+
+impl IdOrEmail {
+    /// An id when the text is one, else a bare lower-case address (surrounding spaces ignored,
+    /// any case); `None` when it is neither.
+    pub fn parse(raw: &str) -> Option<IdOrEmail> {
+        if let Some(id) = crate::ids::parse_id(raw) {
+            return Some(IdOrEmail::Id(id));
+        }
+        Mailbox::parse(raw.trim()).ok().map(|mailbox| IdOrEmail::Email(mailbox.key()))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_names_a_row_by_its_id_or_by_an_address_in_any_case_and_nothing_else() {
+        let id = crate::ids::new_id();
+        assert_eq!(IdOrEmail::parse(&id.to_string()), Some(IdOrEmail::Id(id)));
+        assert_eq!(IdOrEmail::parse(" Ada+news@Example.COM "), Some(IdOrEmail::Email("ada+news@example.com".into())));
+        assert_eq!(IdOrEmail::parse("not an address"), None);
+    }
 
     #[test]
     fn a_named_mailbox_keeps_its_name_and_lower_cases_the_domain() {

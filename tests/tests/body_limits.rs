@@ -98,7 +98,13 @@ async fn a_declared_length_past_the_limit_is_refused_before_any_byte_of_the_body
         );
         writer.write_all(head.as_bytes()).await.unwrap();
         let (status, body) = read_response(&mut reader).await;
-        assert_eq!((status, body["name"].as_str()), (413, Some("validation_error")), "{path}: {body}");
+        assert_eq!(status, 413, "{path}: {body}");
+        // Each route answers in its own error vocabulary: OAuth's on the registration endpoint.
+        if path.starts_with("/oauth/") {
+            assert_eq!(body["error"], "invalid_request", "{path}: {body}");
+        } else {
+            assert_eq!(body["name"], "validation_error", "{path}: {body}");
+        }
     }
     assert_eq!(app.count("oauth_clients").await, 0);
     assert_eq!(app.count("emails").await, 0);

@@ -74,7 +74,6 @@ fn refusal(path: &str, what: &str) -> ApiError {
     ApiError::invalid_field(path, what)
 }
 
-/// Checks every query parameter (percent-decoded; `+` is a space).
 /// A name-like field: trimmed, 1 to `max` characters, on one line and without control
 /// characters (form posts reach here unchecked by the edge); `None` when it is not.
 pub fn one_line(text: &str, max: usize) -> Option<String> {
@@ -82,6 +81,13 @@ pub fn one_line(text: &str, max: usize) -> Option<String> {
     (!text.is_empty() && text.chars().count() <= max && !text.chars().any(char::is_control)).then(|| text.to_string())
 }
 
+/// What a path segment that takes an id or an address names; `404 not_found` naming `what` for
+/// anything else, like a missing row. The one parser of `{id or address}` segments.
+pub fn id_or_address(raw: &str, what: &str) -> Result<schema::email::IdOrEmail, ApiError> {
+    schema::email::IdOrEmail::parse(raw).ok_or_else(|| ApiError::not_found(what))
+}
+
+/// Checks every query parameter (percent-decoded; `+` is a space).
 pub fn check_query(query: &str) -> Result<(), ApiError> {
     for (name, value) in form_urlencoded::parse(query.as_bytes()) {
         if let Some(what) = control_in(&name).or_else(|| control_in(&value)) {

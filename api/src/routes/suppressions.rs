@@ -233,10 +233,7 @@ fn address(path: &str, raw: &str) -> ApiResult<String> {
 
 /// A path names a suppression by id or by address (percent-decoded by the router).
 fn key_of(raw: &str) -> ApiResult<Key> {
-    if let Some(id) = schema::ids::parse_id(raw) {
-        return Ok(Key::Id(id));
-    }
-    Mailbox::parse(raw).map(|m| Key::Email(m.key())).map_err(|_| ApiError::not_found("Suppression"))
+    crate::http::input::id_or_address(raw, "Suppression")
 }
 
 fn view(suppression: Suppression) -> SuppressionView {

@@ -38,13 +38,8 @@ impl Contact {
     }
 }
 
-/// How a path names a contact.
-#[derive(Debug, Clone)]
-pub enum Key {
-    Id(Uuid),
-    /// Bare, lower-case.
-    Email(String),
-}
+/// A row named by its id or its address.
+pub use crate::email::IdOrEmail as Key;
 
 /// A declared property.
 #[derive(Debug, Clone, sqlx::FromRow)]

@@ -112,13 +112,8 @@ pub async fn list(conn: &mut PgConnection, team_id: Uuid, filter: &ListFilter, p
     Ok(page.finish(rows))
 }
 
-/// How a path names a suppression.
-#[derive(Debug, Clone)]
-pub enum Key {
-    Id(Uuid),
-    /// Bare, lower-case.
-    Email(String),
-}
+/// A row named by its id or its address.
+pub use crate::email::IdOrEmail as Key;
 
 /// One suppression by id or address.
 pub async fn get(conn: &mut PgConnection, team_id: Uuid, key: &Key) -> sqlx::Result<Option<Suppression>> {

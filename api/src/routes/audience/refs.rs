@@ -2,7 +2,6 @@
 //! contact property keys.
 
 use crate::http::error::{ApiError, ApiResult};
-use schema::email::Mailbox;
 use schema::store::contacts::Key;
 use schema::store::segments;
 use serde_json::Value;
@@ -13,13 +12,9 @@ use crate::state::Caller;
 
 /// Most properties a team declares.
 pub const MAX_PROPERTIES: usize = 100;
-/// A path's contact: an id, or an address (any case).
+/// A path's contact: an id, or an address (any case); anything else is `404 not_found`.
 pub fn contact_key(raw: &str) -> ApiResult<Key> {
-    if let Some(id) = schema::ids::parse_id(raw) {
-        return Ok(Key::Id(id));
-    }
-    let mailbox = Mailbox::parse(raw.trim()).map_err(|_| ApiError::not_found("Contact"))?;
-    Ok(Key::Email(mailbox.key()))
+    crate::http::input::id_or_address(raw, "Contact")
 }
 
 /// A property key: a letter or underscore, then letters, digits or underscores; 1 to 50.
