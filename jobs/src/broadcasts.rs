@@ -4,6 +4,7 @@
 //! transaction. A worker that dies mid-send leaves a job that resumes after the last committed
 //! page, and a recipient already recorded is never given a second email.
 
+use anyhow::Context;
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::Utc;
@@ -36,7 +37,7 @@ pub struct BroadcastSettings {
 
 /// The job handler.
 pub async fn handle(job: SendBroadcast, pool: Data<PgPool>, settings: Data<BroadcastSettings>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match run(&pool, &settings, job.broadcast_id).await {
+    match run(&pool, &settings, job.broadcast_id).await.with_context(|| format!("sending broadcast {}", job.broadcast_id)) {
         Ok(()) => Ok(()),
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
     }

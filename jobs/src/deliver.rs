@@ -6,6 +6,7 @@
 //! retry are written in one transaction. The development sender's mail is signed the same way
 //! and kept in the development outbox in that transaction, never sent.
 
+use anyhow::Context;
 use crate::smtp::{Envelope, Mailer, Outcome};
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
@@ -89,7 +90,7 @@ impl Delivery {
 
 /// Runs one `deliver` job; a failure on Herald's side (the database) retries later.
 pub async fn handle(job: Deliver, pool: Data<PgPool>, delivery: Data<Delivery>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match deliver(&pool, &delivery, &[job.email_id]).await {
+    match deliver(&pool, &delivery, &[job.email_id]).await.with_context(|| format!("delivering email {}", job.email_id)) {
         Ok(()) => Ok(()),
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
     }

@@ -3,6 +3,7 @@
 //! dies mid-import leaves a job that resumes after the last committed batch. No per-contact
 //! events are emitted.
 
+use anyhow::Context;
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use schema::import::{self, Fields, Positions};
@@ -20,7 +21,7 @@ pub const BATCH_ROWS: usize = 10_000;
 
 /// The job handler.
 pub async fn handle(job: ImportContacts, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match run(&pool, job.import_id).await {
+    match run(&pool, job.import_id).await.with_context(|| format!("importing contacts for import {}", job.import_id)) {
         Ok(()) => Ok(()),
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
     }

@@ -14,6 +14,15 @@ pub const MAX_TAGS: usize = 50;
 pub const MAX_SUBJECT_BYTES: usize = 998;
 /// `html` and `text` together, in bytes.
 pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+/// The content rule of sends, broadcasts and templates: `html` and `text` together at most
+/// [`MAX_BODY_BYTES`]. The error says so (it belongs to the `html` field).
+pub fn check_body_size(html: Option<&str>, text: Option<&str>) -> Result<(), &'static str> {
+    if html.map_or(0, str::len) + text.map_or(0, str::len) > MAX_BODY_BYTES {
+        return Err("`html` and `text` together must be at most 2 MB");
+    }
+    Ok(())
+}
+
 /// Attachments of one email together, decoded.
 pub const MAX_ATTACHMENT_BYTES: usize = 40 * 1024 * 1024;
 

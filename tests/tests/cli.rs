@@ -145,3 +145,47 @@ async fn team_update_moves_a_team_out_of_the_sandbox_and_onto_a_plan() {
     assert_eq!(printed["sandbox_regions"], serde_json::json!([]));
     assert_eq!(state().await, ("pro".to_string(), vec![]));
 }
+
+#[tokio::test]
+async fn the_log_line_of_a_500s_cause_names_the_request_id_its_body_shows_with_operation_and_team() {
+    let url = tests::fresh_database().await;
+    let created = herald(&url, &["team", "create", "--name", "Traced"]);
+    let printed: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
+    let (team, key) = (printed["team_id"].as_str().unwrap().to_string(), printed["api_key"].as_str().unwrap().to_string());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log_path = std::env::temp_dir().join(format!("herald-trace-{port}.log"));
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Command::new(tests::herald_binary())
+        .args(["serve", "--no-worker"])
+        .env("DATABASE_URL", &url)
+        .env("HERALD_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("HERALD_ENV", "test")
+        .env("HERALD_LOG", "warn")
+        .env("HERALD_LOG_FORMAT", "json")
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let client = reqwest::Client::builder().user_agent("t").build().unwrap();
+    tests::eventually(|| async { client.get(format!("http://127.0.0.1:{port}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    // A broken table makes the key list fail inside its handler.
+    let pool = schema::connect(&url, 2).await.unwrap();
+    sqlx::query("ALTER TABLE api_keys RENAME COLUMN name TO renamed").execute(&pool).await.unwrap();
+    let answer = client.get(format!("http://127.0.0.1:{port}/api-keys")).bearer_auth(&key).send().await.unwrap();
+    assert_eq!(answer.status(), 500);
+    let request_id = answer.headers()["x-request-id"].to_str().unwrap().to_string();
+    let body: serde_json::Value = answer.json().await.unwrap();
+    assert!(body["message"].as_str().unwrap().contains(&request_id), "{body}");
+
+    let cause = tests::eventually(|| async {
+        let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|line| line["level"] == "ERROR")
+    })
+    .await;
+    Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let _ = child.wait();
+    // The request's span rides on the line: its id, its operation and its team.
+    let span = &cause["span"];
+    assert_eq!(span["request_id"], request_id.as_str(), "{cause}");
+    assert_eq!(span["operation"], "list-api-keys", "{cause}");
+    assert_eq!(span["team_id"], team.as_str(), "{cause}");
+}

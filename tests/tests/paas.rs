@@ -27,20 +27,23 @@ fn honcho(env: &[(&str, String)]) -> Command {
     command
 }
 
-/// Stops honcho (and with it every process it started) when the test ends, however it ends.
+/// Stops honcho and every process it started (its own process group) when the test ends,
+/// however it ends: SIGTERM first, SIGKILL to the whole group if any is still there.
 struct Running(Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.0.id().to_string()).status();
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-TERM", "--", &group]).status();
         let deadline = Instant::now() + Duration::from_secs(15);
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.0.try_wait() {
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let _ = self.0.kill();
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.wait();
     }
 }
 
@@ -77,6 +80,7 @@ async fn a_procfile_deploy_serves_web_on_port_and_its_worker_delivers_a_send_mad
     let log_path = std::env::temp_dir().join(format!("herald-paas-{port}.log"));
     let log = std::fs::File::create(&log_path).unwrap();
     let mut command = honcho(&env);
+    std::os::unix::process::CommandExt::process_group(&mut command, 0);
     command.args(["start", "-p", &port.to_string(), "web", "worker", "inbound"]).stdout(log.try_clone().unwrap()).stderr(log);
     let printed = || std::fs::read_to_string(&log_path).unwrap_or_default();
     let _running = Running(command.spawn().expect("start honcho"));

@@ -57,7 +57,9 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
         let user_agent = req.header(header::USER_AGENT).unwrap_or_default().to_string();
 
         // Every log line of the request, a 500's cause included, names the id its answer shows.
-        let span = tracing::info_span!(
+        // At the error level, so that the span exists whenever an error line can be written,
+        // whatever the filter (`HERALD_LOG=warn` keeps it).
+        let span = tracing::error_span!(
             "request",
             request_id = %request_id,
             operation = tracing::field::Empty,

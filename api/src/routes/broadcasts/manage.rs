@@ -276,9 +276,7 @@ pub async fn checked(conn: &mut PgConnection, team_id: Uuid, draft: Draft) -> Ap
             return Err(ApiError::invalid_field(path, format!("must be at most {max} characters")));
         }
     }
-    if draft.html.as_ref().map_or(0, String::len) + draft.text.as_ref().map_or(0, String::len) > rules::MAX_BODY_BYTES {
-        return Err(ApiError::invalid_field("html", "`html` and `text` together must be at most 2 MB"));
-    }
+    rules::check_body_size(draft.html.as_deref(), draft.text.as_deref()).map_err(|message| ApiError::invalid_field("html", message))?;
     if draft.template.is_some() && (draft.html.is_some() || draft.text.is_some()) {
         return Err(ApiError::invalid_parameter("template", "cannot be combined with `html` or `text`"));
     }

@@ -4,7 +4,7 @@
 //! transaction.
 
 use crate::http::error::{ApiError, ApiResult, ErrorKind, FieldError};
-use crate::state::Caller;
+use crate::state::{AppState, Caller};
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use schema::email::{self as rules, Mailbox};
@@ -79,6 +79,53 @@ impl Problems {
     }
 }
 
+/// What accepting a request's sends gives: the rows to insert and, in a permissive batch, the
+/// items refused (their index and why).
+pub struct Prepared {
+    pub emails: Vec<NewEmail>,
+    pub rejected: Vec<(usize, String)>,
+}
+
+/// The one accept entry point, for `POST /emails` (one item, `indexed` false) and the batch
+/// (`indexed` true: errors name the item; `permissive` sends the valid items and reports the
+/// others): templates applied, every item parsed, the team's facts read once, each authorized.
+pub async fn prepare(
+    state: &AppState,
+    caller: &Caller,
+    mut items: Vec<SendEmail>,
+    indexed: bool,
+    permissive: bool,
+    now: DateTime<Utc>,
+) -> ApiResult<Prepared> {
+    let template_problems = apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut items, indexed).await?;
+    let (mut indexes, mut parsed) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
+    let (mut problems, mut rejected) = (Vec::new(), Vec::new());
+    for ((index, item), found) in items.into_iter().enumerate().zip(template_problems) {
+        let checked = if found.is_empty() { parse(item, indexed.then_some(index), now) } else { Err(found) };
+        match checked {
+            Ok(one) => {
+                indexes.push(index);
+                parsed.push(one);
+            }
+            Err(found) if permissive => rejected.push((index, problems_error(found).message)),
+            Err(found) => problems.extend(found),
+        }
+    }
+    if !problems.is_empty() {
+        return Err(problems_error(problems));
+    }
+    let facts = team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed, state.config.is_development()).await?;
+    let mut emails = Vec::with_capacity(parsed.len());
+    for (index, one) in indexes.into_iter().zip(parsed) {
+        match authorize(caller, &facts, one, &state.fetcher, indexed.then_some(index)).await {
+            Ok(one) => emails.push(one),
+            Err(error) if permissive && error.status.is_client_error() => rejected.push((index, error.message)),
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(Prepared { emails, rejected })
+}
+
 /// Applies the body rules to one send (`index` names it inside a batch).
 pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Result<ParsedSend, Vec<Problem>> {
     let mut p = Problems { prefix: index.map(|i| format!("[{i}].")).unwrap_or_default(), list: Vec::new() };
@@ -122,9 +169,8 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     {
         p.invalid("subject", message);
     }
-    let body_bytes = body.html.as_ref().map_or(0, String::len) + body.text.as_ref().map_or(0, String::len);
-    if body_bytes > rules::MAX_BODY_BYTES {
-        p.invalid("html", "`html` and `text` together must be at most 2 MB");
+    if let Err(message) = rules::check_body_size(body.html.as_deref(), body.text.as_deref()) {
+        p.invalid("html", message);
     }
     let scheduled_at = body.scheduled_at.as_deref().and_then(|raw| {
         schema::when::parse_scheduled_at(raw, now).map_err(|e| p.invalid("scheduled_at", e.message())).ok()

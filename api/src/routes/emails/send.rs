@@ -101,15 +101,7 @@ impl SendApi {
         let Body(body, raw) = body;
         let now = Utc::now();
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails", &raw, || async {
-            let mut bodies = [body];
-            let problems = accept::apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut bodies, false).await?;
-            if let Some(problems) = problems.into_iter().find(|p| !p.is_empty()) {
-                return Err(accept::problems_error(problems));
-            }
-            let [body] = bodies;
-            let parsed = accept::parse(body, None, now).map_err(accept::problems_error)?;
-            let facts = accept::team_facts(&mut *state.pool.acquire().await?, caller.team_id, std::slice::from_ref(&parsed), state.config.is_development()).await?;
-            Ok(vec![accept::authorize(&caller, &facts, parsed, &state.fetcher, None).await?])
+            Ok(accept::prepare(&state, &caller, vec![body], false, false, now).await?.emails)
         }, |ids| Sent { id: ids[0].to_string() })
         .await
         .map(|sent| SendResponse::Ok(Json(sent)))
@@ -142,34 +134,11 @@ impl SendApi {
             rejected.lock().unwrap_or_else(|e| e.into_inner()).push(BatchRejection { index: index as u32, message });
         };
         idempotent(&state, &caller, idempotency_key.0.as_deref(), "/emails/batch", &raw, || async {
-            let mut items = items;
-            let template_problems = accept::apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut items, true).await?;
-            let (mut indexes, mut parsed) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
-            let mut problems = Vec::new();
-            for ((index, item), found) in items.into_iter().enumerate().zip(template_problems) {
-                let checked = if found.is_empty() { accept::parse(item, Some(index), now) } else { Err(found) };
-                match checked {
-                    Ok(one) => {
-                        indexes.push(index);
-                        parsed.push(one);
-                    }
-                    Err(found) if permissive => reject(index, accept::problems_error(found).message),
-                    Err(found) => problems.extend(found),
-                }
+            let prepared = accept::prepare(&state, &caller, items, true, permissive, now).await?;
+            for (index, message) in prepared.rejected {
+                reject(index, message);
             }
-            if !problems.is_empty() {
-                return Err(accept::problems_error(problems));
-            }
-            let facts = accept::team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed, state.config.is_development()).await?;
-            let mut ready = Vec::with_capacity(parsed.len());
-            for (index, one) in indexes.into_iter().zip(parsed) {
-                match accept::authorize(&caller, &facts, one, &state.fetcher, Some(index)).await {
-                    Ok(one) => ready.push(one),
-                    Err(error) if permissive && error.status.is_client_error() => reject(index, error.message),
-                    Err(error) => return Err(error),
-                }
-            }
-            Ok(ready)
+            Ok(prepared.emails)
         }, |ids| SentBatch {
             data: ids.iter().map(|id| Sent { id: id.to_string() }).collect(),
             errors: permissive.then(|| rejected.lock().unwrap_or_else(|e| e.into_inner()).clone()),

@@ -173,10 +173,7 @@ pub async fn compile(conn: &mut PgConnection, public_url: &str, team_id: Uuid, i
             Mailbox::parse(address).map_err(|message| ApiError::invalid_field(&format!("reply_to[{i}]"), message))?;
         }
     }
-    let body_bytes = input.html.as_ref().map_or(0, String::len) + input.text.as_ref().map_or(0, String::len);
-    if body_bytes > rules::MAX_BODY_BYTES {
-        return Err(ApiError::invalid_field("html", "`html` and `text` together must be at most 2 MB"));
-    }
+    rules::check_body_size(input.html.as_deref(), input.text.as_deref()).map_err(|message| ApiError::invalid_field("html", message))?;
     let variables = checked_variables(input.variables.as_deref().unwrap_or_default())?;
     let overrides = input.brand_overrides.as_ref().map(|o| checked_overrides(o, public_url)).transpose()?;
 

@@ -4,3 +4,4 @@
 pub mod content;
 pub mod saved_blocks;
 pub mod templates;
+pub mod views;
