@@ -181,6 +181,19 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
     if steps.len() > MAX_STEPS {
         problems.push(("steps".into(), format!("has {} steps; at most {MAX_STEPS}", steps.len())));
     }
+    let (parsed, keys) = parse_steps(steps, now, &mut problems);
+    let (edges, broken) = parse_connections(connections, &parsed, &keys, &mut problems);
+    let triggers = check_shape(&parsed, &edges, broken, &mut problems);
+    if problems.is_empty() {
+        Ok(Graph { steps: parsed, edges, trigger: triggers[0] })
+    } else {
+        Err(problems)
+    }
+}
+
+/// Each step's key and settings; a step whose settings are refused is still a node (at
+/// `usize::MAX`), so that edges to it are not reported as unknown too.
+fn parse_steps(steps: &[Value], now: Option<DateTime<Utc>>, problems: &mut Vec<Problem>) -> (Vec<Step>, HashMap<String, usize>) {
     let mut parsed: Vec<Step> = Vec::new();
     let mut keys: HashMap<String, usize> = HashMap::new();
     for (i, raw) in steps.iter().enumerate() {
@@ -207,7 +220,17 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
             }
         }
     }
-    let triggers: Vec<usize> = parsed.iter().enumerate().filter(|(_, s)| s.kind == "trigger").map(|(i, _)| i).collect();
+    (parsed, keys)
+}
+
+/// The connections as edges, each checked against the steps it joins; `broken` when one joins a
+/// step whose settings were refused (the graph's shape is then not judged).
+fn parse_connections(
+    connections: &[Value],
+    parsed: &[Step],
+    keys: &HashMap<String, usize>,
+    problems: &mut Vec<Problem>,
+) -> (HashMap<(usize, Branch), usize>, bool) {
     let mut edges: HashMap<(usize, Branch), usize> = HashMap::new();
     let mut broken = false;
     for (i, raw) in connections.iter().enumerate() {
@@ -266,6 +289,13 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
             problems.push((from.clone(), what));
         }
     }
+    (edges, broken)
+}
+
+/// The graph's shape: exactly one trigger, every step reachable from it, no cycle. Answers the
+/// triggers' positions.
+fn check_shape(parsed: &[Step], edges: &HashMap<(usize, Branch), usize>, broken: bool, problems: &mut Vec<Problem>) -> Vec<usize> {
+    let triggers: Vec<usize> = parsed.iter().enumerate().filter(|(_, s)| s.kind == "trigger").map(|(i, _)| i).collect();
     match triggers.len() {
         1 => {}
         0 if !broken => problems.push(("steps".into(), "exactly one step must be a trigger; there is none".into())),
@@ -296,11 +326,7 @@ pub fn parse(steps: &[Value], connections: &[Value], now: Option<DateTime<Utc>>)
             problems.push((parsed[key].key.clone(), "is on a cycle; the graph must be acyclic".into()));
         }
     }
-    if problems.is_empty() {
-        Ok(Graph { steps: parsed, edges, trigger: triggers[0] })
-    } else {
-        Err(problems)
-    }
+    triggers
 }
 
 /// The steps whose own settings parse (whatever the graph's shape), so that a refused graph's
@@ -363,96 +389,16 @@ fn action(kind: &str, config: &Value, now: Option<DateTime<Utc>>) -> Result<Acti
         Value::Null => &empty,
         _ => return Err("`config` must be an object".into()),
     };
-    let text = |field: &str| map.get(field).and_then(Value::as_str).map(str::to_string);
-    let id = |field: &str| -> Result<Uuid, String> {
-        map.get(field).and_then(Value::as_str).and_then(crate::ids::parse_id).ok_or_else(|| format!("`config.{field}` must be an id"))
-    };
-    let optional_id = |field: &str| -> Result<Option<Uuid>, String> {
-        match map.get(field) {
-            None | Some(Value::Null) => Ok(None),
-            Some(_) => id(field).map(Some),
-        }
-    };
     match kind {
-        "trigger" => {
-            let event_name = text("event_name").filter(|n| !n.is_empty()).ok_or("`config.event_name` is required")?;
-            let segment_id = optional_id("segment_id")?;
-            let topic_id = optional_id("topic_id")?;
-            if event_name == "svc:segment.entered" && segment_id.is_none() {
-                return Err("`svc:segment.entered` needs `config.segment_id`: the segment whose new members enrol".into());
-            }
-            if event_name.starts_with("svc:") && !is_built_in(&event_name) {
-                return Err(format!("`{event_name}` is not a built-in trigger; use a custom event or one of {}, svc:email.*", BUILT_IN_TRIGGERS.join(", ")));
-            }
-            Ok(Action::Trigger { event_name, segment_id, topic_id })
-        }
-        "send_email" => {
-            let template = map.get("template").ok_or("`config.template` is required: { id, variables }")?;
-            let key = template.get("id").and_then(Value::as_str).filter(|s| !s.trim().is_empty()).ok_or("`config.template.id` is required")?;
-            let variables = match template.get("variables") {
-                None | Some(Value::Null) => Map::new(),
-                Some(Value::Object(v)) => v.clone(),
-                Some(_) => return Err("`config.template.variables` must be an object".into()),
-            };
-            let reply_to = match map.get("reply_to") {
-                None | Some(Value::Null) => Vec::new(),
-                Some(Value::String(s)) => vec![s.clone()],
-                Some(Value::Array(items)) => items.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<_>>().ok_or("`config.reply_to` must be addresses")?,
-                Some(_) => return Err("`config.reply_to` must be an address or a list of them".into()),
-            };
-            Ok(Action::SendEmail { template: key.trim().to_string(), variables, from: text("from"), subject: text("subject"), reply_to })
-        }
-        "delay" => {
-            let delay = match (map.get("duration"), map.get("until")) {
-                (Some(duration), None) => Delay::Seconds(duration_seconds(duration)?),
-                (None, Some(until)) => Delay::Until(
-                    until
-                        .as_str()
-                        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-                        .map(|t| t.with_timezone(&Utc))
-                        .ok_or("`config.until` must be an ISO 8601 instant with a zone")?,
-                ),
-                _ => return Err("a delay takes exactly one of `config.duration` ('<n> days') and `config.until`".into()),
-            };
-            let limit = chrono::TimeDelta::days(MAX_DELAY_DAYS);
-            match (&delay, now) {
-                (Delay::Seconds(s), _) if *s > limit.num_seconds() => Err(format!("a delay reaches at most {MAX_DELAY_DAYS} days out")),
-                (Delay::Until(at), Some(now)) if *at > now + limit => Err(format!("a delay reaches at most {MAX_DELAY_DAYS} days out")),
-                _ => Ok(Action::Delay(delay)),
-            }
-        }
+        "trigger" => trigger(map),
+        "send_email" => send_email(map),
+        "delay" => delay(map, now),
         "condition" => Ok(Action::Condition(condition_filter(config)?)),
-        "contact_update" => {
-            let mut change = ContactChange::default();
-            for (field, value) in map {
-                match field.as_str() {
-                    "first_name" | "last_name" => {
-                        let name = match value {
-                            Value::Null => None,
-                            Value::String(s) if s.chars().count() <= 200 => Some(s.clone()),
-                            _ => return Err(format!("`config.{field}` must be text of at most 200 characters or null")),
-                        };
-                        if field == "first_name" { change.first_name = Some(name) } else { change.last_name = Some(name) }
-                    }
-                    "unsubscribed" => change.unsubscribed = Some(value.as_bool().ok_or("`config.unsubscribed` must be true or false")?),
-                    "properties" => {
-                        change.properties = value.as_object().cloned().ok_or("`config.properties` must be an object of literal values")?;
-                        if let Some((key, _)) = change.properties.iter().find(|(_, v)| v.is_array() || v.is_object()) {
-                            return Err(format!("`config.properties.{key}` must be a string, number, boolean or null"));
-                        }
-                    }
-                    other => return Err(format!("`config.{other}` is not a contact field; use first_name, last_name, unsubscribed or properties")),
-                }
-            }
-            if change == ContactChange::default() {
-                return Err("a contact update sets at least one of first_name, last_name, unsubscribed, properties".into());
-            }
-            Ok(Action::ContactUpdate(change))
-        }
-        "add_to_segment" => Ok(Action::AddToSegment(id("segment_id")?)),
+        "contact_update" => contact_update(map),
+        "add_to_segment" => Ok(Action::AddToSegment(config_id(map, "segment_id")?)),
         "topic_update" => {
-            let topic_id = id("topic_id")?;
-            let opt_in = match text("subscription").as_deref() {
+            let topic_id = config_id(map, "topic_id")?;
+            let opt_in = match config_text(map, "subscription").as_deref() {
                 Some("opt_in") => true,
                 Some("opt_out") => false,
                 _ => return Err("`config.subscription` must be opt_in or opt_out".into()),
@@ -462,6 +408,114 @@ fn action(kind: &str, config: &Value, now: Option<DateTime<Utc>>) -> Result<Acti
         other if UNAVAILABLE_STEPS.contains(&other) => Err(format!("`{other}` steps are not available in this release")),
         other => Err(format!("`{other}` is not a step type; use {}", STEP_TYPES.join(", "))),
     }
+}
+
+/// A text field of a step's config.
+fn config_text(map: &Map<String, Value>, field: &str) -> Option<String> {
+    map.get(field).and_then(Value::as_str).map(str::to_string)
+}
+
+/// An id field of a step's config.
+fn config_id(map: &Map<String, Value>, field: &str) -> Result<Uuid, String> {
+    map.get(field).and_then(Value::as_str).and_then(crate::ids::parse_id).ok_or_else(|| format!("`config.{field}` must be an id"))
+}
+
+/// An id field of a step's config that may be absent or null.
+fn optional_config_id(map: &Map<String, Value>, field: &str) -> Result<Option<Uuid>, String> {
+    match map.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => config_id(map, field).map(Some),
+    }
+}
+
+/// A trigger step: a custom event or a built-in `svc:` trigger, optionally narrowed to a
+/// segment or a topic.
+fn trigger(map: &Map<String, Value>) -> Result<Action, String> {
+    let event_name = config_text(map, "event_name").filter(|n| !n.is_empty()).ok_or("`config.event_name` is required")?;
+    let segment_id = optional_config_id(map, "segment_id")?;
+    let topic_id = optional_config_id(map, "topic_id")?;
+    if event_name == "svc:segment.entered" && segment_id.is_none() {
+        return Err("`svc:segment.entered` needs `config.segment_id`: the segment whose new members enrol".into());
+    }
+    if event_name.starts_with("svc:") && !is_built_in(&event_name) {
+        return Err(format!("`{event_name}` is not a built-in trigger; use a custom event or one of {}, svc:email.*", BUILT_IN_TRIGGERS.join(", ")));
+    }
+    Ok(Action::Trigger { event_name, segment_id, topic_id })
+}
+
+/// A `send_email` step: a template with its variables, and optional sender, subject and
+/// reply-to overrides.
+fn send_email(map: &Map<String, Value>) -> Result<Action, String> {
+    let template = map.get("template").ok_or("`config.template` is required: { id, variables }")?;
+    let key = template.get("id").and_then(Value::as_str).filter(|s| !s.trim().is_empty()).ok_or("`config.template.id` is required")?;
+    let variables = match template.get("variables") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(v)) => v.clone(),
+        Some(_) => return Err("`config.template.variables` must be an object".into()),
+    };
+    let reply_to = match map.get("reply_to") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(items)) => items.iter().map(|v| v.as_str().map(str::to_string)).collect::<Option<_>>().ok_or("`config.reply_to` must be addresses")?,
+        Some(_) => return Err("`config.reply_to` must be an address or a list of them".into()),
+    };
+    Ok(Action::SendEmail {
+        template: key.trim().to_string(),
+        variables,
+        from: config_text(map, "from"),
+        subject: config_text(map, "subject"),
+        reply_to,
+    })
+}
+
+/// A delay: a duration or an instant, at most [`MAX_DELAY_DAYS`] out.
+fn delay(map: &Map<String, Value>, now: Option<DateTime<Utc>>) -> Result<Action, String> {
+    let delay = match (map.get("duration"), map.get("until")) {
+        (Some(duration), None) => Delay::Seconds(duration_seconds(duration)?),
+        (None, Some(until)) => Delay::Until(
+            until
+                .as_str()
+                .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+                .map(|t| t.with_timezone(&Utc))
+                .ok_or("`config.until` must be an ISO 8601 instant with a zone")?,
+        ),
+        _ => return Err("a delay takes exactly one of `config.duration` ('<n> days') and `config.until`".into()),
+    };
+    let limit = chrono::TimeDelta::days(MAX_DELAY_DAYS);
+    match (&delay, now) {
+        (Delay::Seconds(s), _) if *s > limit.num_seconds() => Err(format!("a delay reaches at most {MAX_DELAY_DAYS} days out")),
+        (Delay::Until(at), Some(now)) if *at > now + limit => Err(format!("a delay reaches at most {MAX_DELAY_DAYS} days out")),
+        _ => Ok(Action::Delay(delay)),
+    }
+}
+
+/// A `contact_update` step: names, the unsubscribe flag and literal property values.
+fn contact_update(map: &Map<String, Value>) -> Result<Action, String> {
+    let mut change = ContactChange::default();
+    for (field, value) in map {
+        match field.as_str() {
+            "first_name" | "last_name" => {
+                let name = match value {
+                    Value::Null => None,
+                    Value::String(s) if s.chars().count() <= 200 => Some(s.clone()),
+                    _ => return Err(format!("`config.{field}` must be text of at most 200 characters or null")),
+                };
+                if field == "first_name" { change.first_name = Some(name) } else { change.last_name = Some(name) }
+            }
+            "unsubscribed" => change.unsubscribed = Some(value.as_bool().ok_or("`config.unsubscribed` must be true or false")?),
+            "properties" => {
+                change.properties = value.as_object().cloned().ok_or("`config.properties` must be an object of literal values")?;
+                if let Some((key, _)) = change.properties.iter().find(|(_, v)| v.is_array() || v.is_object()) {
+                    return Err(format!("`config.properties.{key}` must be a string, number, boolean or null"));
+                }
+            }
+            other => return Err(format!("`config.{other}` is not a contact field; use first_name, last_name, unsubscribed or properties")),
+        }
+    }
+    if change == ContactChange::default() {
+        return Err("a contact update sets at least one of first_name, last_name, unsubscribed, properties".into());
+    }
+    Ok(Action::ContactUpdate(change))
 }
 
 /// `'<n> days'` (also seconds, minutes, hours, weeks; singular or plural) or a number of
