@@ -42,7 +42,7 @@ impl Drop for Running {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).stderr(std::process::Stdio::null()).status();
         let _ = self.0.wait();
     }
 }
@@ -63,7 +63,6 @@ async fn a_procfile_deploy_serves_web_on_port_and_its_worker_delivers_a_send_mad
         ("HERALD_MX_PORT", mail.sink.port().to_string()),
         ("HERALD_SMTP_ADDR", format!("127.0.0.1:{smtp_port}")),
         ("HERALD_SPOOL_DIR", spool.display().to_string()),
-        ("HERALD_DB_MAX_CONNECTIONS", "6".to_string()),
         ("HERALD_SHUTDOWN_SECONDS", "3".to_string()),
     ];
 
@@ -83,7 +82,7 @@ async fn a_procfile_deploy_serves_web_on_port_and_its_worker_delivers_a_send_mad
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
     command.args(["start", "-p", &port.to_string(), "web", "worker", "inbound"]).stdout(log.try_clone().unwrap()).stderr(log);
     let printed = || std::fs::read_to_string(&log_path).unwrap_or_default();
-    let _running = Running(command.spawn().expect("start honcho"));
+    let mut running = Running(command.spawn().expect("start honcho"));
 
     let web = format!("http://127.0.0.1:{port}");
     let client = reqwest::Client::builder().user_agent("herald-tests/1.0").build().unwrap();
@@ -108,7 +107,22 @@ async fn a_procfile_deploy_serves_web_on_port_and_its_worker_delivers_a_send_mad
     assert_eq!(sent.status(), 200, "{}", sent.text().await.unwrap());
     let id = sent.json::<serde_json::Value>().await.unwrap()["id"].as_str().unwrap().to_string();
     // Nothing in this test process delivers: the Procfile's worker does.
-    tests::mail::wait_for_event(&mail.app, &id, "delivered").await;
+    let sent_at = Instant::now();
+    loop {
+        let email = mail.app.get(&format!("/emails/{id}")).await;
+        if email.body["last_event"] == "delivered" {
+            break;
+        }
+        let ended = running.0.try_wait().unwrap();
+        assert!(
+            ended.is_none() && sent_at.elapsed() < Duration::from_secs(30),
+            "email {id} was not delivered ({}); honcho {}:\n{}",
+            email.body["last_event"],
+            if ended.is_some() { "has ended" } else { "is running" },
+            printed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let received = mail.sink.wait_for(1, Duration::from_secs(10)).await;
     assert_eq!(received[0].header("Subject").as_deref(), Some("Deployed"));
 
