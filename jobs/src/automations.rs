@@ -11,6 +11,7 @@ use chrono::{TimeDelta, Utc};
 use render::{Compiled, Mode};
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
 use schema::email::Mailbox;
+use schema::status::RunStatus;
 use schema::jobs::{Deliver, DeliverPage};
 use schema::store::automations::{self, Run, RunMove, SegmentWatch, StepWrite};
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Property};
@@ -330,7 +331,7 @@ impl Executor {
     async fn advance_alone(&self, run_id: Uuid) -> anyhow::Result<()> {
         let mut tx = self.pool.begin().await?;
         let Some(run) = automations::lock(&mut tx, run_id).await? else { return Ok(()) };
-        if run.status != "running" || run.due_at > Utc::now() {
+        if run.status != RunStatus::Running || run.due_at > Utc::now() {
             return Ok(());
         }
         if let Err(failed) = self.advance(tx, std::slice::from_ref(&run)).await? {
@@ -422,7 +423,7 @@ impl Executor {
     async fn failed_attempt(&self, run: &Run, key: Option<&str>, trigger: Option<&str>, error: StepError) -> anyhow::Result<()> {
         let mut tx = self.pool.begin().await?;
         let Some(locked) = automations::lock(&mut tx, run.id).await? else { return Ok(()) };
-        if locked.status != "running" || locked.step != run.step {
+        if locked.status != RunStatus::Running || locked.step != run.step {
             return Ok(());
         }
         let reason = match error {
@@ -444,7 +445,7 @@ impl Executor {
             if let Some(key) = key {
                 automations::record_step(&mut tx, run.id, key, "failed", &json!({ "reason": reason }), true).await?;
             }
-            let at = automations::finish(&mut tx, run.id, "failed", Some(&reason)).await?;
+            let at = automations::finish(&mut tx, run.id, RunStatus::Failed, Some(&reason)).await?;
             emitted.push(run_event(run, "automation.run.failed", Some(&reason), Some(at)));
             events::emit(&mut tx, &emitted).await?;
         }
@@ -682,9 +683,9 @@ async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &Conta
 /// An `automation.run.*` event of the run.
 fn run_event(run: &Run, event_type: &'static str, error: Option<&str>, completed_at: Option<chrono::DateTime<Utc>>) -> NewEvent {
     let status = match event_type {
-        "automation.run.completed" => "completed",
-        "automation.run.failed" => "failed",
-        _ => "running",
+        "automation.run.completed" => RunStatus::Completed,
+        "automation.run.failed" => RunStatus::Failed,
+        _ => RunStatus::Running,
     };
     NewEvent { team_id: run.team_id, event_type, data: run.event_data(status, error, completed_at), email_id: None }
 }

@@ -12,6 +12,7 @@ use render::{Compiled, Mode};
 use schema::email::Mailbox;
 use schema::jobs::{DeliverPage, SendBroadcast};
 use schema::links::{self, Link};
+use schema::status::BroadcastStatus;
 use schema::store::broadcasts::{self, Broadcast, Resolved};
 use schema::store::emails::{NewEmail, NewRecipient};
 use schema::store::{contacts, domains, emails, segments, teams, templates, usage};
@@ -60,7 +61,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
     loop {
         let mut tx = pool.begin().await?;
         let Some(broadcast) = broadcasts::for_job(&mut tx, broadcast_id).await? else { return Ok(()) };
-        if !matches!(broadcast.status.as_str(), "queued" | "scheduled" | "sending") {
+        if !broadcast.status.is_in_flight() {
             return Ok(());
         }
         if broadcast.scheduled_at.is_some_and(|at| at > Utc::now() + chrono::TimeDelta::seconds(1)) {
@@ -80,11 +81,11 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
         let ready = prepared.clone().expect("prepared above");
         let ends = broadcasts::page_ends(&mut tx, &broadcast, &ready.membership, broadcast.cursor, settings.page_size, PAGES_IN_FLIGHT as i64).await?;
         let Some(&last) = ends.last() else {
-            broadcasts::set_status(&mut tx, broadcast.id, "sent", broadcast.scheduled_at, None).await?;
+            broadcasts::set_status(&mut tx, broadcast.id, BroadcastStatus::Sent, broadcast.scheduled_at, None).await?;
             tx.commit().await?;
             return Ok(());
         };
-        if broadcast.status != "sending" {
+        if broadcast.status != BroadcastStatus::Sending {
             broadcasts::start_sending(&mut tx, broadcast.id).await?;
         }
         tx.commit().await?;

@@ -31,7 +31,7 @@ pub async fn handle(job: ImportContacts, pool: Data<PgPool>, id: PgTaskId, attem
 pub async fn run(pool: &PgPool, import_id: Uuid) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let Some(import) = imports::for_job(&mut conn, import_id).await? else { return Ok(()) };
-    if matches!(import.status.as_str(), "completed" | "failed") {
+    if import.status.is_finished() {
         return Ok(());
     }
     let Some(file) = imports::file(&mut conn, import_id).await? else {

@@ -1,10 +1,8 @@
 //! Sending domains as values: a validated name, its region and TLS policy, the statuses of a
 //! domain and of each record, and the DNS records a domain publishes (document A's table).
 
-use poem_openapi::Enum;
 use rsa::pkcs1::{EncodeRsaPrivateKey, LineEnding};
 use rsa::pkcs8::EncodePublicKey;
-use serde::{Deserialize, Serialize};
 
 /// A domain name, lower-case ASCII (IDNA), without a trailing dot, with the registrable domain
 /// (`zone`) that holds it.
@@ -55,25 +53,6 @@ impl DomainName {
     pub fn subdomain(&self) -> Option<&str> {
         self.name.strip_suffix(&self.zone).and_then(|rest| rest.strip_suffix('.')).filter(|s| !s.is_empty())
     }
-}
-
-/// Declares a text enum stored and served as its kebab or snake names.
-macro_rules! text_enum {
-    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Enum, Serialize, Deserialize, sqlx::Type)]
-        #[sqlx(type_name = "text")]
-        pub enum $name {
-            $($(#[$vmeta])* #[oai(rename = $text)] #[serde(rename = $text)] #[sqlx(rename = $text)] $variant),+
-        }
-
-        impl $name {
-            /// The stored and served name.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-        }
-    };
 }
 
 text_enum! {

@@ -1,6 +1,36 @@
 //! The model shared by the API and the job workers: migrations, identifiers and value types,
 //! every SQL statement (in [`store`]), job payloads and [`jobs::enqueue`].
 
+/// Declares a text enum stored and served as its kebab or snake names.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, poem_openapi::Enum, serde::Serialize, serde::Deserialize, sqlx::Type)]
+        #[sqlx(type_name = "text")]
+        pub enum $name {
+            $($(#[$vmeta])* #[oai(rename = $text)] #[serde(rename = $text)] #[sqlx(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// The stored and served name.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            /// The value with this stored name.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 pub mod automation;
 pub mod domain;
 pub mod email;
@@ -13,6 +43,7 @@ pub mod model;
 pub mod net;
 pub mod page;
 pub mod secret;
+pub mod status;
 pub mod store;
 pub mod tracking;
 pub mod when;

@@ -2,6 +2,7 @@
 //! executor's claim and progress writes, and what the run routes read.
 
 use crate::page::{Page, PageRequest};
+use crate::status::{AutomationStatus, RunStatus};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sqlx::{PgConnection, QueryBuilder};
@@ -13,7 +14,7 @@ pub struct Automation {
     pub id: Uuid,
     pub team_id: Uuid,
     pub name: String,
-    pub status: String,
+    pub status: AutomationStatus,
     pub current_version: i32,
     pub trigger_event: String,
     pub steps: Value,
@@ -35,7 +36,7 @@ pub struct Trigger {
 }
 
 /// Inserts an automation and its version 1.
-pub async fn insert(conn: &mut PgConnection, team_id: Uuid, name: &str, status: &str, trigger: &Trigger, steps: &Value, connections: &Value) -> sqlx::Result<Uuid> {
+pub async fn insert(conn: &mut PgConnection, team_id: Uuid, name: &str, status: AutomationStatus, trigger: &Trigger, steps: &Value, connections: &Value) -> sqlx::Result<Uuid> {
     let id = crate::ids::new_id();
     sqlx::query(
         "WITH a AS (
@@ -69,11 +70,11 @@ pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid, lock: bool) -
 }
 
 /// The team's live automations, newest first, optionally of one status.
-pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, status: Option<&str>) -> sqlx::Result<Page<Automation>> {
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, status: Option<AutomationStatus>) -> sqlx::Result<Page<Automation>> {
     let mut query = QueryBuilder::new(SELECT);
     query.push_bind(team_id);
     if let Some(status) = status {
-        query.push(" AND a.status = ").push_bind(status.to_string());
+        query.push(" AND a.status = ").push_bind(status);
     }
     page.push_to(&mut query, "a.id");
     let rows = query.build_query_as().fetch_all(conn).await?;
@@ -85,7 +86,7 @@ pub async fn update(
     conn: &mut PgConnection,
     automation: &Automation,
     name: Option<&str>,
-    status: Option<&str>,
+    status: Option<AutomationStatus>,
     graph: Option<(&Trigger, &Value, &Value)>,
 ) -> sqlx::Result<i32> {
     let version = automation.current_version + i32::from(graph.is_some());
@@ -157,7 +158,7 @@ pub struct Run {
     pub trigger_event: String,
     pub event_id: Option<Uuid>,
     pub event_data: Value,
-    pub status: String,
+    pub status: RunStatus,
     pub step: Option<String>,
     pub due_at: DateTime<Utc>,
     pub attempts: i32,
@@ -171,7 +172,7 @@ const RUN_COLUMNS: &str =
 
 impl Run {
     /// The `data` of `automation.run.*` events.
-    pub fn event_data(&self, status: &str, error: Option<&str>, completed_at: Option<DateTime<Utc>>) -> Value {
+    pub fn event_data(&self, status: RunStatus, error: Option<&str>, completed_at: Option<DateTime<Utc>>) -> Value {
         serde_json::json!({
             "id": self.id,
             "object": "automation_run",
@@ -189,11 +190,11 @@ impl Run {
 }
 
 /// A page of an automation's runs, newest first, optionally of some statuses.
-pub async fn runs(conn: &mut PgConnection, automation_id: Uuid, page: &PageRequest, statuses: &[String]) -> sqlx::Result<Page<Run>> {
+pub async fn runs(conn: &mut PgConnection, automation_id: Uuid, page: &PageRequest, statuses: &[RunStatus]) -> sqlx::Result<Page<Run>> {
     let mut query = QueryBuilder::new(format!("SELECT {RUN_COLUMNS} FROM automation_runs WHERE automation_id = "));
     query.push_bind(automation_id);
     if !statuses.is_empty() {
-        query.push(" AND status = ANY(").push_bind(statuses.to_vec()).push(")");
+        query.push(" AND status = ANY(").push_bind(statuses.iter().map(|s| s.as_str()).collect::<Vec<_>>()).push(")");
     }
     page.push_to(&mut query, "id");
     let rows = query.build_query_as().fetch_all(conn).await?;
@@ -313,7 +314,7 @@ pub async fn progress(conn: &mut PgConnection, records: &[StepWrite<'_>], moves:
 }
 
 /// Ends a run `completed` or `failed` (with the reason); answers when.
-pub async fn finish(conn: &mut PgConnection, run_id: Uuid, status: &str, error: Option<&str>) -> sqlx::Result<DateTime<Utc>> {
+pub async fn finish(conn: &mut PgConnection, run_id: Uuid, status: RunStatus, error: Option<&str>) -> sqlx::Result<DateTime<Utc>> {
     sqlx::query_scalar(
         "UPDATE automation_runs SET status = $2, error = $3, step = NULL, completed_at = now(), updated_at = now() WHERE id = $1 RETURNING completed_at",
     )

@@ -2,6 +2,7 @@
 //! email or excluded with its reason).
 
 use crate::page::{Page, PageRequest};
+use crate::status::BroadcastStatus;
 use crate::store::segments::Membership;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -23,7 +24,7 @@ pub struct Broadcast {
     pub html: Option<String>,
     pub text: Option<String>,
     pub preview_text: Option<String>,
-    pub status: String,
+    pub status: BroadcastStatus,
     pub scheduled_at: Option<DateTime<Utc>>,
     pub sent_at: Option<DateTime<Utc>>,
     pub failed_reason: Option<String>,
@@ -115,7 +116,7 @@ pub async fn for_job(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<B
 }
 
 /// The team's live broadcasts, newest first; `search` matches name or subject, `status` one status.
-pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, search: Option<&str>, status: Option<&str>) -> sqlx::Result<Page<Broadcast>> {
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, search: Option<&str>, status: Option<BroadcastStatus>) -> sqlx::Result<Page<Broadcast>> {
     let mut query = QueryBuilder::new(format!("SELECT {COLUMNS} FROM broadcasts WHERE deleted_at IS NULL AND team_id = "));
     query.push_bind(team_id);
     if let Some(search) = search {
@@ -123,7 +124,7 @@ pub async fn list(conn: &mut PgConnection, team_id: Uuid, page: &PageRequest, se
         query.push(" AND (name ILIKE ").push_bind(pattern.clone()).push(" OR subject ILIKE ").push_bind(pattern).push(")");
     }
     if let Some(status) = status {
-        query.push(" AND status = ").push_bind(status.to_string());
+        query.push(" AND status = ").push_bind(status);
     }
     page.push_to(&mut query, "id");
     let rows = query.build_query_as().fetch_all(conn).await?;
@@ -137,7 +138,7 @@ pub async fn delete(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
 }
 
 /// Moves a broadcast to `status` (with its schedule and the template version it will use).
-pub async fn set_status(conn: &mut PgConnection, id: Uuid, status: &str, scheduled_at: Option<DateTime<Utc>>, template_version: Option<i32>) -> sqlx::Result<()> {
+pub async fn set_status(conn: &mut PgConnection, id: Uuid, status: BroadcastStatus, scheduled_at: Option<DateTime<Utc>>, template_version: Option<i32>) -> sqlx::Result<()> {
     sqlx::query(
         "UPDATE broadcasts SET status = $2, scheduled_at = $3, template_version = COALESCE($4, template_version), updated_at = now(),
              sent_at = CASE WHEN $2 = 'sent' THEN now() ELSE sent_at END

@@ -1,5 +1,6 @@
 //! Claims on a domain another team holds.
 
+use crate::status::ClaimStatus;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -11,7 +12,7 @@ pub struct Claim {
     pub domain_id: Uuid,
     pub name: String,
     pub token: String,
-    pub status: String,
+    pub status: ClaimStatus,
     pub blocked_reason: Option<String>,
     pub checked_at: Option<DateTime<Utc>>,
     pub expires_at: DateTime<Utc>,

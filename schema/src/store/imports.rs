@@ -2,6 +2,7 @@
 //! processes it (a batch and its progress commit together, so a resumed job redoes nothing).
 
 use crate::page::{Page, PageRequest};
+use crate::status::ImportStatus;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,7 +36,7 @@ pub struct PropertyColumn {
 pub struct Import {
     pub id: Uuid,
     pub team_id: Uuid,
-    pub status: String,
+    pub status: ImportStatus,
     pub on_conflict: String,
     pub column_map: sqlx::types::Json<ColumnMap>,
     pub segment_ids: Vec<Uuid>,
@@ -106,11 +107,11 @@ pub async fn for_job(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<I
 }
 
 /// The team's imports, newest first, optionally in one status.
-pub async fn list(conn: &mut PgConnection, team_id: Uuid, status: Option<&str>, page: &PageRequest) -> sqlx::Result<Page<Import>> {
+pub async fn list(conn: &mut PgConnection, team_id: Uuid, status: Option<ImportStatus>, page: &PageRequest) -> sqlx::Result<Page<Import>> {
     let mut query = QueryBuilder::new(format!("SELECT {COLUMNS} FROM contact_imports WHERE team_id = "));
     query.push_bind(team_id);
     if let Some(status) = status {
-        query.push(" AND status = ").push_bind(status.to_string());
+        query.push(" AND status = ").push_bind(status);
     }
     page.push_to(&mut query, "id");
     let rows = query.build_query_as().fetch_all(conn).await?;

@@ -47,7 +47,7 @@ async fn main() -> anyhow::Result<()> {
     jobs::import_contacts::run(&pool, import_id).await?;
     let import_time = started.elapsed();
     let done = imports::get(&mut *pool.acquire().await?, team_id, import_id).await?.expect("the import");
-    anyhow::ensure!(done.status == "completed" && done.created == count as i64, "import ended {} with {} created", done.status, done.created);
+    anyhow::ensure!(done.status == schema::status::ImportStatus::Completed && done.created == count as i64, "import ended {} with {} created", done.status, done.created);
 
     // The same rows into an empty table shaped like `contacts` (same columns, indexes and
     // constraints), so the segment count below reads only the imported contacts.

@@ -1,6 +1,7 @@
 //! CSV imports of contacts: the upload is checked (a CSV file with every mapped column) and
 //! stored with its job in one transaction, then processed in the background in batches.
 
+use schema::status as stored;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::paging::page_request;
 use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
@@ -191,12 +192,11 @@ impl ContactImportsApi {
         status: Query<Option<Choice<ImportStatus>>>,
     ) -> ApiResult<Json<ImportList>> {
         let page = page_request(limit.0, after.0, before.0)?;
-        if let Some(status) = &status.0
-            && !ImportStatus::allows(status)
-        {
-            return Err(ApiError::invalid_parameter("status", "must be queued, in_progress, completed or failed"));
-        }
-        let page = imports::list(&mut *state.pool.acquire().await?, caller.team_id, status.0.as_deref(), &page).await?;
+        let status = match status.0.as_deref() {
+            Some(text) => Some(stored::ImportStatus::parse(text).ok_or_else(|| ApiError::invalid_parameter("status", "must be queued, in_progress, completed or failed"))?),
+            None => None,
+        };
+        let page = imports::list(&mut *state.pool.acquire().await?, caller.team_id, status, &page).await?;
         Ok(Json(ImportList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(|i| view(i, false)).collect() }))
     }
 
@@ -325,7 +325,7 @@ fn view(import: Import, full: bool) -> ImportView {
     ImportView {
         object: "contact_import".into(),
         id: import.id.to_string(),
-        status: import.status,
+        status: import.status.as_str().into(),
         created_at: import.created_at,
         completed_at: import.completed_at.into(),
         counts: Counts { total: import.total, created: import.created, updated: import.updated, skipped: import.skipped, failed: import.failed },

@@ -1,6 +1,7 @@
 //! Automations: a graph of steps from one trigger, written as immutable versions, and the runs
 //! that carry one contact each through the version they started on.
 
+use schema::status as stored;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
@@ -216,7 +217,7 @@ impl AutomationsApi {
     async fn create(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CreateAutomation>) -> ApiResult<CreateResponse> {
         let body = body.0;
         let name = check_name(body.name.0.as_deref().ok_or_else(|| ApiError::missing_field("name"))?)?;
-        let status = check_status(body.status)?.unwrap_or("disabled");
+        let status = check_status(body.status)?.unwrap_or(stored::AutomationStatus::Disabled);
         let steps = body.steps.0.ok_or_else(|| ApiError::missing_field("steps"))?;
         let connections = body.connections.0.ok_or_else(|| ApiError::missing_field("connections"))?;
         let mut tx = state.pool.begin().await?;
@@ -243,11 +244,14 @@ impl AutomationsApi {
         status: Query<Option<Choice<AutomationStatus>>>,
     ) -> ApiResult<Json<AutomationList>> {
         let page = page_request(limit.0, after.0, before.0)?;
-        if let Some(status) = status.0.as_ref().filter(|s| !AutomationStatus::allows(s.as_str())) {
-            return Err(ApiError::invalid_parameter("status", format!("must be enabled or disabled, not {:?}", status.as_str())));
-        }
-        let status = status.0.map(Choice::into_string);
-        let page = automations::list(&mut *state.pool.acquire().await?, caller.team_id, &page, status.as_deref()).await?;
+        let status = match status.0 {
+            Some(text) => Some(
+                stored::AutomationStatus::parse(text.as_str())
+                    .ok_or_else(|| ApiError::invalid_parameter("status", format!("must be enabled or disabled, not {:?}", text.as_str())))?,
+            ),
+            None => None,
+        };
+        let page = automations::list(&mut *state.pool.acquire().await?, caller.team_id, &page, status).await?;
         Ok(Json(AutomationList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(|a| view(a, false)).collect() }))
     }
 
@@ -360,25 +364,23 @@ fn check_name(name: &str) -> ApiResult<&str> {
     Ok(name)
 }
 
-fn check_status(status: Option<Choice<AutomationStatus>>) -> ApiResult<Option<&'static str>> {
+fn check_status(status: Option<Choice<AutomationStatus>>) -> ApiResult<Option<stored::AutomationStatus>> {
     match status.as_ref().map(Choice::as_str) {
         None => Ok(None),
-        Some("enabled") => Ok(Some("enabled")),
-        Some("disabled") => Ok(Some("disabled")),
-        Some(other) => Err(ApiError::invalid_field("status", format!("must be enabled or disabled, not {other:?}"))),
+        Some(text) => stored::AutomationStatus::parse(text)
+            .map(Some)
+            .ok_or_else(|| ApiError::invalid_field("status", format!("must be enabled or disabled, not {text:?}"))),
     }
 }
 
-fn run_statuses(raw: Option<&str>) -> ApiResult<Vec<String>> {
+fn run_statuses(raw: Option<&str>) -> ApiResult<Vec<stored::RunStatus>> {
     let Some(raw) = raw.filter(|r| !r.trim().is_empty()) else { return Ok(Vec::new()) };
     raw.split(',')
         .map(str::trim)
         .map(|member| {
-            if RunStatus::allows(member) {
-                Ok(member.to_string())
-            } else {
-                Err(ApiError::invalid_parameter("status", format!("`{member}` is not a run status; use {}", RunStatus::VALUES.join(", "))))
-            }
+            stored::RunStatus::parse(member).ok_or_else(|| {
+                ApiError::invalid_parameter("status", format!("`{member}` is not a run status; use {}", RunStatus::VALUES.join(", ")))
+            })
         })
         .collect()
 }
@@ -403,7 +405,7 @@ fn view(automation: Automation, with_graph: bool) -> AutomationView {
         object: "automation".into(),
         id: automation.id.to_string(),
         name: automation.name,
-        status: Choice::new(automation.status),
+        status: Choice::new(automation.status.as_str()),
         version: automation.current_version,
         trigger: automation.trigger_event,
         steps,
@@ -418,7 +420,7 @@ fn run_view(run: Run, steps: Option<Vec<RunStepView>>) -> RunView {
         object: "automation_run".into(),
         id: run.id.to_string(),
         automation_id: run.automation_id.to_string(),
-        status: Choice::new(run.status),
+        status: Choice::new(run.status.as_str()),
         version: run.version,
         contact_id: run.contact_id.to_string(),
         trigger: run.trigger_event,
@@ -439,7 +441,7 @@ fn run_steps(graph: &Graph, run: &Run, mut records: Vec<StepRecord>) -> Vec<RunS
             let record = records.iter().position(|r| r.key == step.key).map(|i| records.swap_remove(i));
             let (status, started_at, completed_at, outcome) = match record {
                 Some(r) => (r.status, Some(r.started_at), r.completed_at, r.outcome.as_object().map(|m| m.clone().into_iter().collect())),
-                None if run.status == "running" => ("pending".to_string(), None, None, None),
+                None if run.status == stored::RunStatus::Running => ("pending".to_string(), None, None, None),
                 None => ("skipped".to_string(), None, None, None),
             };
             RunStepView {

@@ -1,6 +1,7 @@
 //! The compliance gate and content checks a broadcast passes before it sends, and starting the
 //! send (the status and the fan-out job, in the caller's transaction).
 
+use schema::status::BroadcastStatus;
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::state::AppState;
 use chrono::{DateTime, Utc};
@@ -138,7 +139,7 @@ pub async fn start(conn: &mut PgConnection, state: &AppState, team_id: Uuid, b: 
             ));
         }
     }
-    let status = if scheduled_at.is_some() { "scheduled" } else { "queued" };
+    let status = if scheduled_at.is_some() { BroadcastStatus::Scheduled } else { BroadcastStatus::Queued };
     broadcasts::set_status(conn, b.id, status, scheduled_at, None).await?;
     let at = scheduled_at.map_or_else(SystemTime::now, SystemTime::from);
     enqueue_at(conn, &SendBroadcast { broadcast_id: b.id }, at).await.map_err(anyhow::Error::from)?;

@@ -2,6 +2,7 @@
 //! compliance gate (in document A's order) and the content checks, then a job fans it out into
 //! one ordinary email per recipient.
 
+use schema::status as stored;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, IdText, Required, Search};
@@ -165,11 +166,14 @@ impl BroadcastsApi {
     ) -> ApiResult<Json<BroadcastList>> {
         let page = page_request(limit.0, after.0, before.0)?;
         let search = search_text(search.0)?;
-        if let Some(status) = status.0.as_ref().filter(|s| !BroadcastStatus::allows(s.as_str())) {
-            return Err(ApiError::invalid_parameter("status", format!("must be one of {}, not {:?}", BroadcastStatus::VALUES.join(", "), status.as_str())));
-        }
+        let status = match status.0 {
+            Some(text) => Some(stored::BroadcastStatus::parse(text.as_str()).ok_or_else(|| {
+                ApiError::invalid_parameter("status", format!("must be one of {}, not {:?}", BroadcastStatus::VALUES.join(", "), text.as_str()))
+            })?),
+            None => None,
+        };
         let mut conn = state.pool.acquire().await?;
-        let page = broadcasts::list(&mut conn, caller.team_id, &page, search.as_deref(), status.0.as_ref().map(|s| s.as_str())).await?;
+        let page = broadcasts::list(&mut conn, caller.team_id, &page, search.as_deref(), status).await?;
         let ids: Vec<Uuid> = page.data.iter().map(|b| b.id).collect();
         let mut counts = broadcasts::counts(&mut conn, &ids).await?;
         let data = page.data.into_iter().map(|b| view(counts.remove(&b.id).unwrap_or_default(), b)).collect();

@@ -1,5 +1,6 @@
 //! Sending a broadcast now or at a time, cancelling it, and running its gate or checks alone.
 
+use schema::status::BroadcastStatus;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::routes::Tag;
@@ -40,10 +41,10 @@ impl BroadcastSendingApi {
     async fn cancel(&self, state: Data<&AppState>, caller: Data<&Caller>, broadcast_id: Path<String>) -> ApiResult<Json<BroadcastRef>> {
         let mut tx = state.pool.begin().await?;
         let current = found(&mut tx, caller.team_id, &broadcast_id.0, true).await?;
-        if !matches!(current.status.as_str(), "scheduled" | "queued" | "sending") {
-            return Err(ApiError::refused(format!("A {} broadcast cannot be canceled.", current.status)).with_error("status", current.status.clone()));
+        if !current.status.is_in_flight() {
+            return Err(ApiError::refused(format!("A {} broadcast cannot be canceled.", current.status)).with_error("status", current.status.as_str()));
         }
-        broadcasts::set_status(&mut tx, current.id, "canceled", current.scheduled_at, None).await?;
+        broadcasts::set_status(&mut tx, current.id, BroadcastStatus::Canceled, current.scheduled_at, None).await?;
         tx.commit().await?;
         Ok(Json(BroadcastRef { object: "broadcast".into(), id: current.id.to_string() }))
     }

@@ -95,9 +95,9 @@ pub async fn found(conn: &mut PgConnection, team_id: Uuid, raw: &str, lock: bool
 }
 
 pub fn draft_only(broadcast: &Broadcast, what: &str) -> ApiResult<()> {
-    if broadcast.status != "draft" {
+    if broadcast.status != schema::status::BroadcastStatus::Draft {
         return Err(ApiError::refused(format!("Only a draft can be {what}; this broadcast is {}.", broadcast.status))
-            .with_error("status", broadcast.status.clone()));
+            .with_error("status", broadcast.status.as_str()));
     }
     Ok(())
 }
@@ -118,7 +118,7 @@ pub fn view(c: broadcasts::Counts, b: Broadcast) -> BroadcastView {
         html: Nullable(b.html),
         text: Nullable(b.text),
         preview_text: Nullable(b.preview_text),
-        status: Choice::new(b.status),
+        status: Choice::new(b.status.as_str()),
         scheduled_at: Nullable(b.scheduled_at),
         sent_at: Nullable(b.sent_at),
         failed_reason: Nullable(b.failed_reason),

@@ -1,5 +1,6 @@
 //! Claims: taking over a domain another team verified, by publishing a TXT record.
 
+use schema::status::ClaimStatus;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::Nullable;
@@ -41,7 +42,7 @@ impl ClaimsApi {
         let domain = match domains::find_by_name(&mut tx, caller.team_id, &request.name.name).await? {
             Some(existing) if existing.status == DomainStatus::Claiming => {
                 let claim = claims::latest_for_domain(&mut tx, caller.team_id, existing.id).await?;
-                if let Some(claim) = claim.filter(|c| c.status == "pending") {
+                if let Some(claim) = claim.filter(|c| c.status == ClaimStatus::Pending) {
                     return Err(ApiError::new(ErrorKind::ResourceLocked, format!("A claim on {} is already pending (claim {}).", existing.name, claim.id),
                     ));
                 }
@@ -69,7 +70,7 @@ impl ClaimsApi {
             domain_id: domain.id,
             name: domain.name.clone(),
             token: format!("svc-domain-verification={}", schema::secret::mint("").plaintext),
-            status: "pending".into(),
+            status: ClaimStatus::Pending,
             blocked_reason: None,
             checked_at: None,
             expires_at: now + CLAIM_LIFETIME,
@@ -153,7 +154,7 @@ pub fn claim_view(claim: Claim) -> ClaimView {
         domain_id: claim.domain_id.to_string(),
         record: ClaimRecord { record_type: "TXT".into(), name: "@".into(), fqdn: claim.name.clone(), value: claim.token },
         name: claim.name,
-        status: claim.status,
+        status: claim.status.as_str().into(),
         blocked_reason: claim.blocked_reason.into(),
         checked_at: claim.checked_at.into(),
         expires_at: claim.expires_at,

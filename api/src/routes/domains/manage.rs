@@ -214,7 +214,7 @@ impl DomainsApi {
         let recent = |at: Option<DateTime<Utc>>| at.is_some_and(|at| now - at < VERIFY_THROTTLE);
         match domain.status {
             DomainStatus::Claiming => {
-                if let Some(claim) = claim.filter(|c| c.status == "pending" && !recent(c.checked_at)) {
+                if let Some(claim) = claim.filter(|c| c.status == schema::status::ClaimStatus::Pending && !recent(c.checked_at)) {
                     jobs::domains::check_claims(&state.pool, &state.checker.dns, Some(claim.id)).await?;
                 }
             }
