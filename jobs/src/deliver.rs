@@ -259,7 +259,7 @@ async fn submit(
         let host = format!("{}.{}", domain.domain_return_path, domain.domain_name);
         let mail_from = schema::tracking::return_path(link_key, email_id, recipient.position, &host);
         let require_tls = domain.domain_tls == schema::domain::Tls::Enforced;
-        let envelope = Envelope { mail_from: &mail_from, rcpt_to: &mailbox.address, message: bytes, require_tls };
+        let envelope = Envelope { mail_from: &mail_from, rcpt_to: mailbox.address(), message: bytes, require_tls };
         let outcome = delivery.mailer.send(&envelope).await;
         results.push((recipient, Ok(outcome)));
     }
@@ -295,8 +295,8 @@ pub fn tracked_html(html: &str, email_id: uuid::Uuid, domain: &emails::SendingDo
 /// custom headers and a Message-ID on the sending domain. Bcc recipients are left out.
 pub fn build_message(email: &Email, recipients: &[Recipient], attachments: &[emails::AttachmentContent]) -> anyhow::Result<Message> {
     let mailbox = |raw: &str| -> anyhow::Result<LettreMailbox> {
-        let parsed = Mailbox::parse(raw).map_err(anyhow::Error::msg)?;
-        Ok(LettreMailbox::new(parsed.name, parsed.address.parse()?))
+        let (name, address) = Mailbox::parse(raw).map_err(anyhow::Error::msg)?.into_parts();
+        Ok(LettreMailbox::new(name, address.parse()?))
     };
     let mut builder = Message::builder()
         .from(mailbox(&email.from_header)?)

@@ -8,8 +8,8 @@ use rsa::pkcs8::EncodePublicKey;
 /// (`zone`) that holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DomainName {
-    pub name: String,
-    pub zone: String,
+    name: String,
+    zone: String,
 }
 
 impl DomainName {
@@ -47,6 +47,21 @@ impl DomainName {
         }
         let zone = psl::domain_str(&name).ok_or("is a public suffix, not a domain that can be registered")?.to_string();
         Ok(DomainName { name, zone })
+    }
+
+    /// A name read back from a row, which was validated by [`DomainName::parse`] when written.
+    pub fn stored(name: String, zone: String) -> DomainName {
+        DomainName { name, zone }
+    }
+
+    /// The whole name, lower-case ASCII, without a trailing dot.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The registrable domain that holds the name (`example.co.uk` for `mail.example.co.uk`).
+    pub fn zone(&self) -> &str {
+        &self.zone
     }
 
     /// The labels of the name below its zone (`mail` for `mail.example.com`), or `None` at the apex.

@@ -33,9 +33,9 @@ pub const SIMULATOR_DOMAIN: &str = "simulator.herald.test";
 /// An email address with an optional display name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mailbox {
-    pub name: Option<String>,
+    name: Option<String>,
     /// The bare address: local part as written, domain lower-case ASCII (IDNA).
-    pub address: String,
+    address: String,
 }
 
 impl Mailbox {
@@ -54,6 +54,21 @@ impl Mailbox {
             None => (None, raw),
         };
         Ok(Mailbox { name, address: parse_address(address)? })
+    }
+
+    /// The display name, if one was written.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// The bare address: local part as written, domain lower-case ASCII (IDNA).
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The display name and the bare address, taken apart.
+    pub fn into_parts(self) -> (Option<String>, String) {
+        (self.name, self.address)
     }
 
     /// The bare address, lower-case: what suppressions and searches compare.

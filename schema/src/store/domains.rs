@@ -121,7 +121,7 @@ impl NotSendable {
 
 impl Domain {
     pub fn domain_name(&self) -> DomainName {
-        DomainName { name: self.name.clone(), zone: self.zone.clone() }
+        DomainName::stored(self.name.clone(), self.zone.clone())
     }
 
     /// Whether the domain's capabilities need `kind` published: DKIM and mail-from for sending,
@@ -182,8 +182,8 @@ pub async fn insert(conn: &mut PgConnection, domain: &NewDomain<'_>) -> sqlx::Re
     )
     .bind(domain.id)
     .bind(domain.team_id)
-    .bind(&domain.name.name)
-    .bind(&domain.name.zone)
+    .bind(domain.name.name())
+    .bind(domain.name.zone())
     .bind(domain.region)
     .bind(domain.tls)
     .bind(domain.custom_return_path)

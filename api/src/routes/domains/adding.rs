@@ -57,7 +57,7 @@ impl NewRequest {
         let name = DomainName::parse(&body.name).map_err(|message| ApiError::invalid_field("name", message))?;
         // Nothing under `.localhost` resolves publicly, so none could be verified; and it keeps
         // the development sender's name out of reach of DNS.
-        if name.name.ends_with(".localhost") {
+        if name.name().ends_with(".localhost") {
             return Err(ApiError::invalid_field(
                 "name",
                 format!("is under .localhost, which no public DNS serves ({} is Herald's development sender)", domains::DEV_SENDER_DOMAIN),
@@ -130,14 +130,14 @@ pub async fn return_path_free(state: &AppState, request: &NewRequest) -> ApiResu
         Some(_) => true,
     };
     let label = &request.custom_return_path;
-    let Ok(found) = dns.anything_at(&format!("{label}.{}", request.name.name)).await else { return Ok(()) };
+    let Ok(found) = dns.anything_at(&format!("{label}.{}", request.name.name())).await else { return Ok(()) };
     if !taken(&found) {
         return Ok(());
     }
     let (found_type, found_value) = found.unwrap_or_default();
     let mut suggestion = None;
     for candidate in RETURN_PATH_SUGGESTIONS.iter().filter(|c| *c != label) {
-        if let Ok(at) = dns.anything_at(&format!("{candidate}.{}", request.name.name)).await
+        if let Ok(at) = dns.anything_at(&format!("{candidate}.{}", request.name.name())).await
             && !taken(&at)
         {
             suggestion = Some(candidate.to_string());
@@ -145,7 +145,7 @@ pub async fn return_path_free(state: &AppState, request: &NewRequest) -> ApiResu
         }
     }
     let suggestion = suggestion.unwrap_or_else(|| format!("{label}-{}", &new_mail_from_code()[..4]));
-    let name = &request.name.name;
+    let name = request.name.name();
     let message = format!("The return-path name {label}.{name} already holds a {found_type} record; choose another custom_return_path.");
     Err(ApiError::not_allowed(message).with_details(json!({
         "reason": "return_path_in_use",
@@ -195,7 +195,7 @@ pub async fn insert(
     if let Err(error) = &inserted
         && schema::store::violated_constraint(error) == Some("domains_team_name_key")
     {
-        return Err(already_added(&request.name.name));
+        return Err(already_added(request.name.name()));
     }
     inserted?;
     domains::get(conn, team_id, id).await?.ok_or_else(|| anyhow::anyhow!("inserted domain vanished").into())

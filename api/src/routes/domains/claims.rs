@@ -36,10 +36,10 @@ impl ClaimsApi {
         let key = dkim_key().await?;
         let mut tx = state.pool.begin().await?;
         let limit = schema::store::teams::lock_domain_limit(&mut tx, caller.team_id).await?;
-        if domains::held_by_other_team(&mut tx, caller.team_id, &request.name.name).await?.is_none() {
-            return Err(ApiError::refused(format!("No other team holds {}; add it with POST /domains.", request.name.name)));
+        if domains::held_by_other_team(&mut tx, caller.team_id, request.name.name()).await?.is_none() {
+            return Err(ApiError::refused(format!("No other team holds {}; add it with POST /domains.", request.name.name())));
         }
-        let domain = match domains::find_by_name(&mut tx, caller.team_id, &request.name.name).await? {
+        let domain = match domains::find_by_name(&mut tx, caller.team_id, request.name.name()).await? {
             Some(existing) if existing.status == DomainStatus::Claiming => {
                 let claim = claims::latest_for_domain(&mut tx, caller.team_id, existing.id).await?;
                 if let Some(claim) = claim.filter(|c| c.status == ClaimStatus::Pending) {

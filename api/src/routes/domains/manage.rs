@@ -66,16 +66,16 @@ impl DomainsApi {
         let request = NewRequest::parse(body.0)?;
         return_path_free(&state, &request).await?;
         if request.receiving && !confirm_replace_mx {
-            receiving_mx_free(&state, request.region, &receiving_name(&request.receiving_host, &request.name.name)).await?;
+            receiving_mx_free(&state, request.region, &receiving_name(&request.receiving_host, request.name.name())).await?;
         }
         let key = dkim_key().await?;
         let mut tx = state.pool.begin().await?;
         let limit = schema::store::teams::lock_domain_limit(&mut tx, caller.team_id).await?;
-        if domains::held_by_other_team(&mut tx, caller.team_id, &request.name.name).await?.is_some() {
-            return Err(held_elsewhere(&request.name.name));
+        if domains::held_by_other_team(&mut tx, caller.team_id, request.name.name()).await?.is_some() {
+            return Err(held_elsewhere(request.name.name()));
         }
-        if domains::find_by_name(&mut tx, caller.team_id, &request.name.name).await?.is_some() {
-            return Err(already_added(&request.name.name));
+        if domains::find_by_name(&mut tx, caller.team_id, request.name.name()).await?.is_some() {
+            return Err(already_added(request.name.name()));
         }
         within_limit(&mut tx, caller.team_id, limit).await?;
         let domain = insert(&mut tx, caller.team_id, &request, &key, DomainStatus::NotStarted).await?;

@@ -432,9 +432,9 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
     {
         return Err(ApiError::not_allowed(format!(
             "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
-            refused.address
+            refused.address()
         ))
-        .with_details(json!({ "recipient": refused.address, "region": region, "allowed": ["verified_domain", "simulator"] })));
+        .with_details(json!({ "recipient": refused.address(), "region": region, "allowed": ["verified_domain", "simulator"] })));
     }
     let mut attachments = Vec::with_capacity(send.attachments.len());
     for (i, pending) in send.attachments.into_iter().enumerate() {
