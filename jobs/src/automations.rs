@@ -6,16 +6,16 @@
 //! in a transaction of its own. A delay moves the run's `due_at` and lets it go; a probe wakes
 //! idle tasks when runs fall due.
 
-use crate::broadcasts::{contact_links, property_fallbacks, template_defaults};
+use crate::compose::{Addressee, Composer, Origin, Sender, property_fallbacks, template_defaults};
 use chrono::{TimeDelta, Utc};
-use render::{Compiled, Mode};
+use render::Compiled;
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
 use schema::email::Mailbox;
 use schema::status::RunStatus;
 use schema::jobs::{Deliver, DeliverPage};
 use schema::store::automations::{self, Run, RunMove, SegmentWatch, StepWrite};
 use schema::store::contacts::{self, Consent, Contact, ContactFields, Property};
-use schema::store::emails::{self, NewEmail, NewRecipient};
+use schema::store::emails;
 use schema::store::events::{self, NewEvent};
 use schema::store::templates::Sendable;
 use schema::store::{segments, sending, templates, topics, usage};
@@ -560,51 +560,36 @@ impl Executor {
             .link_key
             .get_or_try_init(|| async { schema::store::keys::get(tx, "links").await?.map(Arc::from).ok_or_else(|| anyhow::anyhow!("no link key yet")) })
             .await?;
-        let return_path = format!("{}.{}", domain.custom_return_path, domain.name);
-        let links = contact_links(link_key, &self.settings.public_url, contact.id, None, &return_path);
-        let person = render::Contact {
+        let reply_to = if mail.reply_to.is_empty() { template.reply_to.clone().unwrap_or_default() } else { mail.reply_to.to_vec() };
+        let composer = Composer {
+            team_id: run.team_id,
+            compiled,
+            has_html: template.has_html,
+            has_text: template.has_text,
+            template: template.version.map(|v| (template.id, v)),
+            variables,
+            fallbacks,
+            sender: Sender::new(domain, from_header, from),
+            reply_to,
+            topic_id: None,
+            link_key: link_key.clone(),
+            public_url: self.settings.public_url.clone(),
+        };
+        let to = Addressee {
+            contact_id: contact.id,
             email: contact.email.clone(),
             first_name: contact.first_name.clone(),
             last_name: contact.last_name.clone(),
             unsubscribed: contact.unsubscribed,
-            created_at: Some(contact.created_at),
+            created_at: contact.created_at,
             properties: contact.properties.as_object().cloned().unwrap_or_default(),
-            fallbacks,
             topics: HashMap::new(),
             segments: HashMap::new(),
-            unsubscribe_url: Some(links.unsubscribe_url.clone()),
-            preferences_url: Some(links.preferences_url.clone()),
         };
-        let event = run.event_data.as_object();
-        let rendered = compiled.render(&render::Context { variables: &variables, contact: Some(&person), event }, Mode::PerContact);
-        let html = template.has_html.then_some(rendered.html);
-        let text = template.has_text.then_some(rendered.text);
+        // The run that sent it; the `svc:email.*` triggers never feed an automation its own email.
+        let tags = json!({ "automation_id": run.automation_id.to_string(), "automation_run_id": run.id.to_string() });
         let id = schema::ids::new_id();
-        let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
-        let reply_to = if mail.reply_to.is_empty() { template.reply_to.clone().unwrap_or_default() } else { mail.reply_to.to_vec() };
-        let email = NewEmail {
-            id,
-            team_id: run.team_id,
-            api_key_id: None,
-            domain_id: domain.id,
-            from_header,
-            from_email: from.key(),
-            subject: rendered.subject.replace(['\r', '\n'], " "),
-            html,
-            text,
-            reply_to,
-            headers: links.headers(),
-            // The run that sent it; the `svc:email.*` triggers never feed an automation its own email.
-            tags: json!({ "automation_id": run.automation_id.to_string(), "automation_run_id": run.id.to_string() }),
-            message_id: format!("{id}@{}", domain.name),
-            scheduled_at: None,
-            size_bytes: size.min(i32::MAX as usize) as i32,
-            created_at: Utc::now(),
-            template: template.version.map(|v| (template.id, v)),
-            broadcast_id: None,
-            recipients: vec![NewRecipient { kind: "to", address: contact.email.clone(), email: recipient.key(), suppressed }],
-            attachments: Vec::new(),
-        };
+        let email = composer.compose(id, to, run.event_data.as_object(), Origin { tags, broadcast_id: None, suppressed });
         // Counted by the caller as the step's last write (see [`Executor::step`]).
         emails::insert_many(tx, std::slice::from_ref(&email), None).await?;
         if email.all_suppressed() {

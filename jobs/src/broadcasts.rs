@@ -8,13 +8,13 @@ use anyhow::Context;
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::Utc;
-use render::{Compiled, Mode};
+use crate::compose::{Addressee, Composer, Origin, Sender, property_fallbacks, template_defaults};
+use render::Compiled;
 use schema::email::Mailbox;
 use schema::jobs::{DeliverPage, SendBroadcast};
-use schema::links::{self, Link};
 use schema::status::BroadcastStatus;
 use schema::store::broadcasts::{self, Broadcast, Resolved};
-use schema::store::emails::{NewEmail, NewRecipient};
+use schema::store::emails::NewEmail;
 use schema::store::{contacts, domains, emails, segments, teams, templates, usage};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -69,7 +69,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             return Ok(());
         }
         if prepared.is_none() {
-            match prepare(&mut tx, &broadcast, settings.development).await? {
+            match prepare(&mut tx, &broadcast, link_key.clone(), settings).await? {
                 Ok(ready) => prepared = Some(Arc::new(ready)),
                 Err(reason) => {
                     broadcasts::fail(&mut tx, broadcast.id, &reason).await?;
@@ -97,7 +97,7 @@ pub async fn run(pool: &PgPool, settings: &BroadcastSettings, broadcast_id: Uuid
             .iter()
             .zip(starts)
             .map(|(&end, start)| {
-                let page = Page { pool: pool.clone(), broadcast: broadcast.clone(), ready: ready.clone(), link_key: link_key.clone(), settings: settings.clone(), start, end };
+                let page = Page { pool: pool.clone(), broadcast: broadcast.clone(), ready: ready.clone(), start, end };
                 tokio::spawn(page.commit())
             })
             .collect();
@@ -135,8 +135,6 @@ struct Page {
     pool: PgPool,
     broadcast: Arc<Broadcast>,
     ready: Arc<Prepared>,
-    link_key: Arc<[u8]>,
-    settings: BroadcastSettings,
     start: Option<Uuid>,
     end: Uuid,
 }
@@ -145,7 +143,7 @@ impl Page {
     /// Records the page's recipients, creates their emails and enqueues their delivery, in one
     /// transaction that holds the broadcast live (a cancel waits for it, then stops the next).
     async fn commit(self) -> anyhow::Result<PageOutcome> {
-        let Page { pool, broadcast, ready, link_key, settings, start, end } = self;
+        let Page { pool, broadcast, ready, start, end } = self;
         let mut tx = pool.begin().await?;
         if !broadcasts::hold_live(&mut tx, broadcast.id).await? {
             return Ok(PageOutcome::Stopped);
@@ -153,7 +151,7 @@ impl Page {
         let page = broadcasts::resolve_page(&mut tx, &broadcast, &ready.membership, start, end).await?;
         let new_emails: Vec<NewEmail> = page
             .iter()
-            .filter_map(|r| Some(ready.email_for(&broadcast, r, r.email_id?, &link_key, &settings)))
+            .filter_map(|r| Some(email_for(&ready, &broadcast, r, r.email_id?)))
             .collect();
         if !new_emails.is_empty() {
             emails::insert_many(&mut tx, &new_emails, None).await?;
@@ -174,23 +172,14 @@ impl Page {
     }
 }
 
-/// What every page of one run shares: the membership, the compiled content, the sender.
+/// What every page of one run shares: the membership and the composer of each contact's email.
 struct Prepared {
     membership: segments::Membership,
-    compiled: Compiled,
-    has_html: bool,
-    has_text: bool,
-    template: Option<(Uuid, i32)>,
-    variables: Map<String, Value>,
-    fallbacks: HashMap<String, String>,
-    domain_id: Uuid,
-    domain_name: String,
-    return_path: String,
-    from: Mailbox,
+    composer: Composer,
 }
 
 /// Loads what the send needs; `Err(reason)` when the broadcast cannot continue.
-async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast, development: bool) -> anyhow::Result<Result<Prepared, String>> {
+async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast, link_key: Arc<[u8]>, settings: &BroadcastSettings) -> anyhow::Result<Result<Prepared, String>> {
     let Some(segment_id) = broadcast.segment_id else { return Ok(Err("the broadcast has no segment".into())) };
     let Some(segment) = segments::get(conn, broadcast.team_id, segment_id).await? else {
         return Ok(Err("the segment was deleted".into()));
@@ -198,7 +187,7 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast, development: bo
     let membership = segments::membership(conn, &segment).await?;
     let Ok(from) = Mailbox::parse(&broadcast.from_header) else { return Ok(Err("`from` is not an address".into())) };
     let domain = domains::find_by_name(conn, broadcast.team_id, from.domain()).await?;
-    let domain = match domains::can_send(domain.as_ref(), development) {
+    let domain = match domains::can_send(domain.as_ref(), settings.development) {
         Ok(domain) => domain.clone(),
         Err(why) => return Ok(Err(why.explain(from.domain(), domain.as_ref().map(|d| d.id)))),
     };
@@ -230,40 +219,21 @@ async fn prepare(conn: &mut PgConnection, broadcast: &Broadcast, development: bo
     let fallbacks = property_fallbacks(&contacts::properties(conn, broadcast.team_id).await?);
     Ok(Ok(Prepared {
         membership,
-        compiled,
-        has_html,
-        has_text,
-        template,
-        variables,
-        fallbacks,
-        domain_id: domain.id,
-        domain_name: domain.name.clone(),
-        return_path: format!("{}.{}", domain.custom_return_path, domain.name),
-        from,
+        composer: Composer {
+            team_id: broadcast.team_id,
+            compiled,
+            has_html,
+            has_text,
+            template,
+            variables,
+            fallbacks,
+            sender: Sender::new(&domain, broadcast.from_header.clone(), from),
+            reply_to: broadcast.reply_to.clone(),
+            topic_id: broadcast.topic_id,
+            link_key,
+            public_url: settings.public_url.clone(),
+        },
     }))
-}
-
-/// A template's declared variables that have a fallback, as the values a send starts from.
-pub(crate) fn template_defaults(declared: Option<&Value>) -> Map<String, Value> {
-    declared
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| Some((v["key"].as_str()?.to_string(), v.get("fallback_value").filter(|f| !f.is_null())?.clone())))
-        .collect()
-}
-
-/// The team's property fallbacks as text, for `{{{PROPERTY}}}` merge tags.
-pub(crate) fn property_fallbacks(properties: &[contacts::Property]) -> HashMap<String, String> {
-    properties.iter().filter_map(|p| Some((p.key.clone(), fallback_text(p.fallback_value.as_ref()?)?))).collect()
-}
-
-fn fallback_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Null => None,
-        other => Some(other.to_string()),
-    }
 }
 
 /// The team's postal address on one line.
@@ -292,81 +262,23 @@ fn with_footer(compiled: &Compiled, address: &str) -> anyhow::Result<Compiled> {
     Ok(compiled.followed_by(&footer))
 }
 
-impl Prepared {
-    /// One contact's email.
-    fn email_for(&self, broadcast: &Broadcast, resolved: &Resolved, id: Uuid, link_key: &[u8], settings: &BroadcastSettings) -> NewEmail {
-        let links = contact_links(link_key, &settings.public_url, resolved.contact_id, broadcast.topic_id, &self.return_path);
-        let topics = resolved
-            .topics
-            .as_object()
-            .map(|map| map.iter().filter_map(|(id, v)| Some((Uuid::parse_str(id).ok()?, v.as_bool()?))).collect())
-            .unwrap_or_default();
-        let contact = render::Contact {
-            email: resolved.email.clone(),
-            first_name: resolved.first_name.clone(),
-            last_name: resolved.last_name.clone(),
-            unsubscribed: false,
-            created_at: Some(resolved.created_at),
-            properties: resolved.properties.as_object().cloned().unwrap_or_default(),
-            fallbacks: self.fallbacks.clone(),
-            topics,
-            segments: broadcast.segment_id.map(|id| HashMap::from([(id, true)])).unwrap_or_default(),
-            unsubscribe_url: Some(links.unsubscribe_url.clone()),
-            preferences_url: Some(links.preferences_url.clone()),
-        };
-        let context = render::Context { variables: &self.variables, contact: Some(&contact), event: None };
-        let rendered = self.compiled.render(&context, Mode::PerContact);
-        let html = self.has_html.then_some(rendered.html);
-        let text = self.has_text.then_some(rendered.text);
-        let size = html.as_ref().map_or(0, String::len) + text.as_ref().map_or(0, String::len);
-        NewEmail {
-            id,
-            team_id: broadcast.team_id,
-            api_key_id: None,
-            domain_id: self.domain_id,
-            from_header: broadcast.from_header.clone(),
-            from_email: self.from.key(),
-            subject: rendered.subject.replace(['\r', '\n'], " "),
-            html,
-            text,
-            reply_to: broadcast.reply_to.clone(),
-            headers: links.headers(),
-            tags: json!({}),
-            message_id: format!("{id}@{}", self.domain_name),
-            scheduled_at: None,
-            size_bytes: size.min(i32::MAX as usize) as i32,
-            created_at: Utc::now(),
-            template: self.template,
-            broadcast_id: Some(broadcast.id),
-            recipients: vec![NewRecipient { kind: "to", address: resolved.email.clone(), email: resolved.email.to_ascii_lowercase(), suppressed: None }],
-            attachments: Vec::new(),
-        }
-    }
-}
-
-/// A contact's unsubscribe and preferences links.
-pub(crate) struct ContactLinks {
-    pub unsubscribe_url: String,
-    pub preferences_url: String,
-    /// `List-Unsubscribe`: the one-click URL and a mailto to the return-path host carrying the
-    /// same signed token in its subject (the inbound server reads it from the mail a mailbox
-    /// provider sends).
-    pub list_unsubscribe: String,
-}
-
-impl ContactLinks {
-    /// The one-click unsubscribe headers of RFC 8058.
-    pub fn headers(&self) -> Value {
-        json!({ "List-Unsubscribe": self.list_unsubscribe, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" })
-    }
-}
-
-/// The signed links of one contact (`topic_id`: the topic an unsubscribe leaves).
-pub(crate) fn contact_links(link_key: &[u8], public_url: &str, contact_id: Uuid, topic_id: Option<Uuid>, return_path: &str) -> ContactLinks {
-    let public = public_url.trim_end_matches('/');
-    let token = links::token(link_key, Link { contact_id, topic_id });
-    let unsubscribe_url = format!("{public}/unsubscribe/{token}");
-    let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id, topic_id: None }));
-    let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{return_path}?subject=unsubscribe%20{token}>");
-    ContactLinks { unsubscribe_url, preferences_url, list_unsubscribe }
+/// One member's email.
+fn email_for(ready: &Prepared, broadcast: &Broadcast, resolved: &Resolved, id: Uuid) -> NewEmail {
+    let topics = resolved
+        .topics
+        .as_object()
+        .map(|map| map.iter().filter_map(|(id, v)| Some((Uuid::parse_str(id).ok()?, v.as_bool()?))).collect())
+        .unwrap_or_default();
+    let to = Addressee {
+        contact_id: resolved.contact_id,
+        email: resolved.email.clone(),
+        first_name: resolved.first_name.clone(),
+        last_name: resolved.last_name.clone(),
+        unsubscribed: false,
+        created_at: resolved.created_at,
+        properties: resolved.properties.as_object().cloned().unwrap_or_default(),
+        topics,
+        segments: broadcast.segment_id.map(|id| HashMap::from([(id, true)])).unwrap_or_default(),
+    };
+    ready.composer.compose(id, to, None, Origin { tags: json!({}), broadcast_id: Some(broadcast.id), suppressed: None })
 }

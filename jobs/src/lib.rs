@@ -3,6 +3,7 @@
 
 pub mod automations;
 pub mod backoff;
+mod compose;
 pub mod deliver;
 pub mod dkim;
 pub mod dns;
