@@ -147,7 +147,7 @@ async fn team_update_moves_a_team_out_of_the_sandbox_and_onto_a_plan() {
 }
 
 #[tokio::test]
-async fn the_log_line_of_a_500s_cause_names_the_request_id_its_body_shows_with_operation_and_team() {
+async fn the_log_line_of_a_500s_cause_names_the_request_id_its_body_shows_with_operation_team_and_source_line() {
     let url = tests::fresh_database().await;
     let created = herald(&url, &["team", "create", "--name", "Traced"]);
     let printed: serde_json::Value = serde_json::from_slice(&created.stdout).unwrap();
@@ -188,4 +188,7 @@ async fn the_log_line_of_a_500s_cause_names_the_request_id_its_body_shows_with_o
     assert_eq!(span["request_id"], request_id.as_str(), "{cause}");
     assert_eq!(span["operation"], "list-api-keys", "{cause}");
     assert_eq!(span["team_id"], team.as_str(), "{cause}");
+    // And the line names where in the handler the error surfaced.
+    let at = cause["fields"]["at"].as_str().unwrap_or_default();
+    assert!(at.starts_with("api/src/routes/api_keys.rs:"), "{cause}");
 }

@@ -290,16 +290,21 @@ impl ResponseError for ApiError {
     }
 }
 
+// `#[track_caller]` on the conversions that `?` calls: the log line of an internal error names
+// the handler's own line where it surfaced (`at`), beside the request span's id, operation and
+// team, so a 500 leads to the statement that failed without a `.context` on every call.
 impl From<sqlx::Error> for ApiError {
+    #[track_caller]
     fn from(error: sqlx::Error) -> Self {
-        tracing::error!(error = %error, "database error");
+        tracing::error!(error = %error, at = %std::panic::Location::caller(), "database error");
         Self::new(ErrorKind::ApplicationError, "An unexpected error occurred.")
     }
 }
 
 impl From<anyhow::Error> for ApiError {
+    #[track_caller]
     fn from(error: anyhow::Error) -> Self {
-        tracing::error!(error = format!("{error:#}"), "internal error");
+        tracing::error!(error = format!("{error:#}"), at = %std::panic::Location::caller(), "internal error");
         Self::new(ErrorKind::ApplicationError, "An unexpected error occurred.")
     }
 }
