@@ -182,7 +182,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let mut conn = pool.acquire().await?;
             let counts = schema::store::jobs::counts(&mut conn).await?;
             let failed = schema::store::jobs::failed(&mut conn, 50).await?;
-            println!("{}", serde_json::to_string_pretty(&json!({ "queues": counts, "failed": failed }))?);
+            let health = schema::store::jobs::queue_health(&mut conn, 3.0 * jobs::runtime::HEARTBEAT.as_secs_f64()).await?;
+            println!("{}", serde_json::to_string_pretty(&json!({ "queues": counts, "health": health, "failed": failed }))?);
             Ok(())
         }
         Command::Serve { no_worker } => serve(!no_worker).await,
@@ -280,7 +281,10 @@ fn slugify(name: &str) -> String {
 }
 
 async fn serve(with_workers: bool) -> anyhow::Result<()> {
-    let config = Config::from_env()?;
+    let mut config = Config::from_env()?;
+    if with_workers {
+        config.db_max_connections = jobs::runtime::pool_size(config.db_max_connections);
+    }
     let app = Application::build(config.clone()).await?;
     tracing::info!(addr = %config.http_addr, port = app.port(), with_workers, "serving");
     let (stop, stopped) = tokio::sync::watch::channel(false);
@@ -340,7 +344,7 @@ async fn inbound() -> anyhow::Result<()> {
 
 async fn work() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
+    let pool = schema::connect(&config.database_url, jobs::runtime::pool_size(config.db_max_connections)).await?;
     tracing::info!("running job workers");
     jobs::run(pool, worker_options(&config, config.domain_checker()?), shutdown_signal()).await
 }

@@ -15,6 +15,7 @@ pub mod import_contacts;
 pub mod inbound;
 pub mod runtime;
 pub mod schedule;
+pub mod supervise;
 pub mod webhooks;
 pub mod smtp;
 

@@ -5,6 +5,7 @@
 
 use crate::deliver::Delivery;
 use crate::domains::DomainChecker;
+use crate::supervise::{count_restart, supervise};
 use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
 use apalis_postgres::{Config, PostgresStorage};
 use schema::jobs::{Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, Job, ResolveAmbiguous, SendBroadcast};
@@ -33,6 +34,24 @@ pub struct WorkerOptions {
     pub broadcasts: crate::broadcasts::BroadcastSettings,
     /// Executes automation runs.
     pub automations: crate::automations::AutomationSettings,
+}
+
+/// The job queues a worker process serves (one apalis worker each).
+pub const QUEUES: u32 = 7;
+
+/// The fewest pool connections a process running the workers can work with: each queue's
+/// worker holds one connection for its LISTEN and needs another to fetch and acknowledge jobs,
+/// and the webhook dispatcher and the automation executor each need one. A smaller pool leaves
+/// a queue waiting for a connection that never frees.
+pub const MIN_CONNECTIONS: u32 = 2 * QUEUES + 2;
+
+/// The pool size for a process that runs the workers: the configured size, raised to
+/// [`MIN_CONNECTIONS`] (with a warning) when it is below.
+pub fn pool_size(configured: u32) -> u32 {
+    if configured < MIN_CONNECTIONS {
+        tracing::warn!(configured, used = MIN_CONNECTIONS, "HERALD_DB_MAX_CONNECTIONS is below what the job workers hold; using the minimum");
+    }
+    configured.max(MIN_CONNECTIONS)
 }
 
 /// How often a worker polls for scheduled and retried jobs.
@@ -69,14 +88,17 @@ macro_rules! queue_worker {
                 .data(pool.clone())
                 $(.data($data.clone()))*
                 .concurrency(concurrency)
+                // A panic is the job's failure (aborted, not retried), never the worker's.
+                .catch_panic()
                 .build($handler)
         })
     }};
 }
 
-/// Runs every queue and the webhook dispatcher until `shutdown` resolves, then drains.
+/// Runs every queue and the webhook dispatcher until `shutdown` resolves, then drains. A queue
+/// worker whose storage fails (a pool timeout, a lost connection) or whose job panics is
+/// restarted by the monitor, and the other loops by [`supervise`]: none ends before shutdown.
 pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
-    let schedule = options.schedules.then(|| tokio::spawn(crate::schedule::run(pool.clone())));
     let (stop, stopped) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown.await;
@@ -85,11 +107,37 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
         let _ = stopped.wait_for(|stop| *stop).await;
     };
-    let dispatcher = tokio::spawn(crate::webhooks::run(pool.clone(), options.webhooks.clone(), until_stopped(stopped.clone())));
-    let executor = tokio::spawn(crate::automations::run(pool.clone(), options.automations.clone(), until_stopped(stopped.clone())));
+    let schedule = options.schedules.then(|| {
+        let (pool, loop_stopped) = (pool.clone(), stopped.clone());
+        tokio::spawn(supervise("schedules", stopped.clone(), move || {
+            let (pool, stopped) = (pool.clone(), loop_stopped.clone());
+            async move {
+                tokio::select! {
+                    () = crate::schedule::run(pool) => {}
+                    () = until_stopped(stopped) => {}
+                }
+            }
+        }))
+    });
+    let dispatcher = {
+        let (pool, settings, loop_stopped) = (pool.clone(), options.webhooks.clone(), stopped.clone());
+        tokio::spawn(supervise("webhooks", stopped.clone(), move || crate::webhooks::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
+    };
+    let executor = {
+        let (pool, settings, loop_stopped) = (pool.clone(), options.automations.clone(), stopped.clone());
+        tokio::spawn(supervise("automations", stopped.clone(), move || crate::automations::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
+    };
     let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, .. } = options;
     delivery.concurrency = deliver_concurrency;
-    let monitor = Monitor::new();
+    let monitor = Monitor::new().should_restart(|worker, error| {
+        if worker.is_shutting_down() {
+            return false;
+        }
+        let queue = queue_of(worker.name());
+        tracing::warn!(queue, worker = worker.name(), error = %error, "restarting a job worker");
+        count_restart(queue);
+        true
+    });
     let monitor = queue_worker!(monitor, pool, Housekeeping, concurrency, crate::housekeeping::handle, []);
     let monitor = queue_worker!(monitor, pool, DomainSweep, concurrency, crate::domains::handle_sweep, [checker]);
     let monitor = queue_worker!(monitor, pool, Deliver, deliver_concurrency, crate::deliver::handle, [delivery]);
@@ -106,9 +154,22 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         })
         .await;
     if let Some(schedule) = schedule {
-        schedule.abort();
+        let _ = schedule.await;
     }
     let _ = dispatcher.await;
     let _ = executor.await;
     result.map_err(|e| anyhow::anyhow!("workers stopped with an error: {e}"))
+}
+
+/// The queue a worker serves, from its name ([`worker_name`]: `queue-pid-suffix`).
+fn queue_of(worker: &str) -> &str {
+    worker.rsplitn(3, '-').nth(2).unwrap_or(worker)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_workers_queue_is_read_back_from_its_name() {
+        assert_eq!(super::queue_of(&super::worker_name("resolve_ambiguous")), "resolve_ambiguous");
+    }
 }

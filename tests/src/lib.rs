@@ -9,6 +9,7 @@ pub mod dkim;
 pub mod dns;
 pub mod https;
 pub mod mail;
+pub mod proxy;
 pub mod receiver;
 pub mod smtp;
 

@@ -46,3 +46,26 @@ async fn ready_is_503_degraded_when_the_database_is_gone() {
     assert_eq!(answer.status, 503);
     assert!(answer.body["failed"].as_array().unwrap().contains(&serde_json::json!("database")));
 }
+
+#[tokio::test]
+async fn ready_is_503_degraded_naming_a_queue_whose_due_jobs_have_no_live_worker() {
+    let mut app = TestApp::spawn().await;
+    app.start_workers();
+    tests::eventually(|| async {
+        let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+        (answer.status == 200).then_some(())
+    })
+    .await;
+    // A queue whose every worker is gone, with a job due for a minute.
+    sqlx::query("INSERT INTO apalis.jobs (job, id, job_type, run_at) VALUES ('\\x00', 'stranded-1', 'stranded_queue', now() - interval '1 minute')")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(answer.body["failed"], serde_json::json!(["queues"]));
+    let queues = answer.body["checks"].as_array().unwrap().iter().find(|c| c["name"] == "queues").unwrap().clone();
+    assert!(queues["error"].as_str().unwrap().contains("stranded_queue (1 due"), "{queues}");
+    sqlx::query("DELETE FROM apalis.jobs WHERE id = 'stranded-1'").execute(&app.pool).await.unwrap();
+    app.shutdown().await;
+}

@@ -251,6 +251,14 @@ impl ApiError {
         Self::new(ErrorKind::InvalidPermission, message)
     }
 
+    /// `503 service_unavailable`: PostgreSQL is saturated or unreachable (see [`is_unavailable`]).
+    pub fn unavailable() -> Self {
+        Self::new(
+            ErrorKind::ServiceUnavailable,
+            "The service cannot reach its database right now. Retry after the `retry-after` seconds; an `Idempotency-Key` makes a retried send safe.",
+        )
+    }
+
     /// `500 application_error` naming the request id (the cause is logged by the caller).
     pub fn internal(request_id: &str) -> Self {
         Self::new(ErrorKind::ApplicationError, format!("An unexpected error occurred. Request ID: {request_id}."),
@@ -286,7 +294,7 @@ impl ResponseError for ApiError {
     }
 
     fn as_response(&self) -> Response {
-        json_response(self.status, &self.body())
+        with_retry_after(self.status, json_response(self.status, &self.body()))
     }
 }
 
@@ -296,10 +304,30 @@ impl ResponseError for ApiError {
 impl From<sqlx::Error> for ApiError {
     #[track_caller]
     fn from(error: sqlx::Error) -> Self {
+        if is_unavailable(&error) {
+            tracing::warn!(error = %error, at = %std::panic::Location::caller(), "database unavailable");
+            return Self::unavailable();
+        }
         tracing::error!(error = %error, at = %std::panic::Location::caller(), "database error");
         Self::new(ErrorKind::ApplicationError, "An unexpected error occurred.")
     }
 }
+
+/// Whether a storage error says PostgreSQL is saturated or out of reach (no connection free
+/// within the pool's timeout, a connection refused, lost, reset or cut short mid-handshake, the
+/// server shutting down or out of connection slots) rather than that the request or the code is
+/// wrong: such a request is answered `503` with `retry-after`, never `500`.
+pub fn is_unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
+        // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "53300")),
+        _ => false,
+    }
+}
+
+/// Seconds a client is told to wait after a `503`.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
 
 impl From<anyhow::Error> for ApiError {
     #[track_caller]
@@ -307,6 +335,14 @@ impl From<anyhow::Error> for ApiError {
         tracing::error!(error = format!("{error:#}"), at = %std::panic::Location::caller(), "internal error");
         Self::new(ErrorKind::ApplicationError, "An unexpected error occurred.")
     }
+}
+
+/// A `503` tells the client when to come back.
+pub fn with_retry_after(status: StatusCode, mut response: Response) -> Response {
+    if status == StatusCode::SERVICE_UNAVAILABLE && !response.headers().contains_key("retry-after") {
+        response.headers_mut().insert("retry-after", poem::http::HeaderValue::from(RETRY_AFTER_SECONDS));
+    }
+    response
 }
 
 /// A JSON response with the given status.

@@ -3,7 +3,7 @@
 //! the public JSON error, the rate-limit headers are set and the call is logged.
 
 use crate::http::credentials::{bearer_token, cookie};
-use crate::http::error::{ApiError, ErrorKind, json_response};
+use crate::http::error::{ApiError, ErrorKind, is_unavailable, json_response, with_retry_after};
 use crate::http::operations::{self, Access, Operation, Routing};
 use crate::http::request_log::{source_of, stored_body};
 use crate::state::{AppState, Caller, RequestContext, SessionCaller};
@@ -251,10 +251,7 @@ impl<E: Endpoint> Gateway<E> {
             record_team(Some(caller.team_id));
             return Ok((caller, None));
         }
-        let lookup = self.state.keys.find(&schema::secret::hash(token)).await.map_err(|error| {
-            tracing::error!(%error, "authenticating a request failed");
-            ApiError::internal(request_id)
-        })?;
+        let lookup = self.state.keys.find(&schema::secret::hash(token)).await.map_err(|error| storage_failed(&error, "authenticating a request", request_id))?;
         let Some(key) = lookup else {
             return Err(ApiError::new(ErrorKind::InvalidApiKey, "API key is invalid."));
         };
@@ -282,10 +279,17 @@ impl<E: Endpoint> Gateway<E> {
     /// Takes a token from the team's bucket; past the limit the answer is `429` with
     /// `retry-after`.
     async fn rate_limit(&self, team_id: Uuid, request_id: &str, handled: &mut Handled) -> Result<(), Response> {
-        let verdict = self.state.buckets.take(team_id).await.map_err(|error| {
-            tracing::error!(%error, "taking a rate-limit token failed");
-            ApiError::internal(request_id).as_response_with_id(request_id)
-        })?;
+        let verdict = match self.state.buckets.take(team_id).await {
+            Ok(verdict) => verdict,
+            // PostgreSQL out of reach: the request goes on unmetered rather than failing (the
+            // limiter protects the service, and the service is what cannot answer); counted.
+            Err(error) if is_unavailable(&error) => {
+                tracing::warn!(%error, "rate limiting unavailable; letting the request through");
+                crate::http::rate_limit::count_fail_open();
+                return Ok(());
+            }
+            Err(error) => return Err(storage_failed(&error, "taking a rate-limit token", request_id).as_response_with_id(request_id)),
+        };
         handled.bucket = Some(Bucket { tokens: verdict.remaining });
         if verdict.allowed {
             return Ok(());
@@ -328,10 +332,7 @@ impl<E: Endpoint> Gateway<E> {
     /// The caller of an OAuth access token: its member in its team (`401 invalid_api_key` when
     /// the token is unknown, expired or revoked, its grant revoked, or the member gone).
     async fn token_caller(&self, token: &str, request_id: &str) -> Result<Caller, ApiError> {
-        let found = self.state.keys.find_token(&schema::secret::hash(token)).await.map_err(|error| {
-            tracing::error!(%error, "authenticating a token failed");
-            ApiError::internal(request_id)
-        })?;
+        let found = self.state.keys.find_token(&schema::secret::hash(token)).await.map_err(|error| storage_failed(&error, "authenticating a token", request_id))?;
         let Some(found) = found else {
             return Err(ApiError::new(ErrorKind::InvalidApiKey, "The access token is invalid, expired or revoked."));
         };
@@ -478,13 +479,25 @@ pub fn error_response(error: poem::Error, request_id: &str) -> Response {
     api_error.as_response_with_id(request_id)
 }
 
+/// The answer to a storage error outside a handler: `503` when PostgreSQL is out of reach,
+/// else `500` naming the request id; logged either way.
+fn storage_failed(error: &sqlx::Error, doing: &str, request_id: &str) -> ApiError {
+    if is_unavailable(error) {
+        tracing::warn!(%error, "{doing} failed: database unavailable");
+        ApiError::unavailable()
+    } else {
+        tracing::error!(%error, "{doing} failed");
+        ApiError::internal(request_id)
+    }
+}
+
 impl ApiError {
     /// The response, with a 500's message naming the request id.
     pub fn as_response_with_id(&self, request_id: &str) -> Response {
         if self.status.is_server_error() && self.name == "application_error" {
             json_response(self.status, &ApiError::internal(request_id).body())
         } else {
-            json_response(self.status, &self.body())
+            with_retry_after(self.status, json_response(self.status, &self.body()))
         }
     }
 }

@@ -286,6 +286,20 @@ pub async fn render(state: &AppState) -> String {
         "Request logs this process could not write since it started (the error log says why).",
     );
     out.sample("herald_request_logs_dropped_total", &[], state.logs.dropped());
+    out.family(
+        "herald_loop_restarts_total",
+        "counter",
+        "Times a job queue's worker or a background loop of this process ended before shutdown (a storage error, a panic) and was started again.",
+    );
+    for (name, count) in jobs::supervise::restarts() {
+        out.sample("herald_loop_restarts_total", &[("loop", name.as_str())], count);
+    }
+    out.family(
+        "herald_rate_limit_fail_open_total",
+        "counter",
+        "Requests this process let through unmetered because the rate limiter could not reach PostgreSQL.",
+    );
+    out.sample("herald_rate_limit_fail_open_total", &[], crate::http::rate_limit::fail_open_count());
     let database = match tokio::time::timeout(DATABASE_TIMEOUT, read_database(state)).await {
         Ok(Ok(database)) => Some(database),
         Ok(Err(error)) => {

@@ -170,6 +170,19 @@ fn whole_seconds(wait: Duration) -> u64 {
     wait.as_secs_f64().ceil().max(1.0) as u64
 }
 
+/// Requests let through unmetered because PostgreSQL could not be reached.
+static FAIL_OPEN: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one request let through while the limiter could not reach PostgreSQL.
+pub fn count_fail_open() {
+    FAIL_OPEN.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Requests let through unmetered since this process started.
+pub fn fail_open_count() -> u64 {
+    FAIL_OPEN.load(Ordering::Relaxed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

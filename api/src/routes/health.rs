@@ -79,7 +79,7 @@ impl HealthApi {
         })
     }
 
-    /// Readiness: the database answers and at least one job worker reported in the last 15 seconds.
+    /// Readiness: the database answers, a job worker reported within 15 s, and no queue's due jobs wait over 30 s with no live worker.
     #[oai(path = "/ready", method = "get", operation_id = "get-ready")]
     async fn ready(&self, state: Data<&AppState>) -> ReadyResponse {
         let pool = &state.pool;
@@ -96,7 +96,19 @@ impl HealthApi {
             Ok(())
         })
         .await;
-        let checks = vec![database, workers];
+        let queues = check("queues", async {
+            let mut conn = pool.acquire().await?;
+            let health = schema::store::jobs::queue_health(&mut conn, 3.0 * jobs::runtime::HEARTBEAT.as_secs_f64()).await?;
+            let stranded: Vec<String> = health
+                .iter()
+                .filter(|q| q.live_workers == 0 && q.oldest_due_seconds.is_some_and(|age| age > STRANDED_AFTER_SECONDS))
+                .map(|q| format!("{} ({} due, the oldest for {:.0} s)", q.queue, q.due, q.oldest_due_seconds.unwrap_or_default()))
+                .collect();
+            anyhow::ensure!(stranded.is_empty(), "due jobs with no live worker: {}", stranded.join(", "));
+            Ok(())
+        })
+        .await;
+        let checks = vec![database, workers, queues];
         let failed: Vec<String> = checks.iter().filter(|c| !c.ok).map(|c| c.name.clone()).collect();
         let body = Readiness {
             status: if failed.is_empty() { "ok" } else { "degraded" }.into(),
@@ -108,6 +120,10 @@ impl HealthApi {
         if body.failed.is_empty() { ReadyResponse::Ready(Json(body)) } else { ReadyResponse::Degraded(Json(body)) }
     }
 }
+
+/// How long a due job may wait with no live worker before readiness fails: longer than a
+/// worker's restart after a storage error.
+const STRANDED_AFTER_SECONDS: f64 = 30.0;
 
 async fn check(name: &str, probe: impl Future<Output = anyhow::Result<()>>) -> Check {
     let started = Instant::now();

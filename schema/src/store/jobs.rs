@@ -61,3 +61,45 @@ pub async fn live_workers(conn: &mut PgConnection, seconds: f64) -> sqlx::Result
         .fetch_one(conn)
         .await
 }
+
+/// One queue's backlog beside the workers serving it.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct QueueHealth {
+    pub queue: String,
+    /// Jobs whose time has come and that no worker holds.
+    pub due: i64,
+    /// Jobs a worker holds now.
+    pub running: i64,
+    /// Seconds since the oldest due job's time came.
+    pub oldest_due_seconds: Option<f64>,
+    /// Workers of the queue (in any process) that reported within the window.
+    pub live_workers: i64,
+}
+
+/// Every queue with unfinished jobs or live workers: due and running jobs, the oldest due
+/// job's age, and the workers that reported within `seconds`.
+pub async fn queue_health(conn: &mut PgConnection, seconds: f64) -> sqlx::Result<Vec<QueueHealth>> {
+    sqlx::query_as(
+        "WITH jobs AS (
+             SELECT job_type AS queue,
+                    count(*) FILTER (WHERE due) AS due,
+                    count(*) FILTER (WHERE status = 'Running') AS running,
+                    extract(epoch FROM now() - min(run_at) FILTER (WHERE due))::float8 AS oldest_due_seconds
+             FROM (SELECT job_type, status, run_at,
+                          (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts)) AND run_at <= now() AS due
+                   FROM apalis.jobs WHERE status <> 'Done') unfinished
+             GROUP BY job_type
+         ), live AS (
+             SELECT worker_type AS queue, count(*) AS live_workers
+             FROM apalis.workers WHERE last_seen > now() - make_interval(secs => $1)
+             GROUP BY worker_type
+         )
+         SELECT coalesce(j.queue, l.queue) AS queue, coalesce(j.due, 0) AS due, coalesce(j.running, 0) AS running,
+                j.oldest_due_seconds, coalesce(l.live_workers, 0) AS live_workers
+         FROM jobs j FULL JOIN live l ON l.queue = j.queue
+         ORDER BY 1",
+    )
+    .bind(seconds)
+    .fetch_all(conn)
+    .await
+}
