@@ -158,6 +158,12 @@ impl Mail {
     /// A `herald worker` process delivering for this test's database, DNS server and sink, with
     /// short SMTP timeouts and retries, and `extra` settings.
     pub fn start_worker(&self, extra: &[(&str, &str)]) -> std::process::Child {
+        self.worker_command(extra).spawn().expect("start herald worker")
+    }
+
+    /// The command [`Mail::start_worker`] runs, for a test that redirects its output; `extra`
+    /// settings (`DATABASE_URL` among them) win over the defaults.
+    pub fn worker_command(&self, extra: &[(&str, &str)]) -> std::process::Command {
         let mut command = std::process::Command::new(crate::herald_binary());
         command
             .arg("worker")
@@ -178,6 +184,6 @@ impl Mail {
         for (name, value) in extra {
             command.env(name, value);
         }
-        command.spawn().expect("start herald worker")
+        command
     }
 }

@@ -57,22 +57,8 @@ async fn a_worker_whose_database_path_is_cut_and_restored_delivers_every_email_o
     let through = proxy.url_through(&mail.app.database_url);
     // Six connections configured: the size that starved a Procfile worker's queues (each holds
     // one for its LISTEN) until they ended; the worker now raises it to what its queues hold.
-    let mut command = Command::new(tests::herald_binary());
-    command
-        .arg("worker")
-        .env("DATABASE_URL", &through)
-        .env("HERALD_DNS_SERVERS", mail.app.dns.addr.to_string())
-        .env("HERALD_DNS_TIMEOUT_MS", "400")
-        .env("HERALD_MX_PORT", mail.sink.port().to_string())
-        .env("HERALD_SMTP_TIMEOUT_SECONDS", "5")
-        .env("HERALD_DELIVERY_RETRY_SCHEDULE", "1s,1s,1s")
-        .env("HERALD_AMBIGUOUS_WINDOW_SECONDS", "1")
-        .env("HERALD_DB_MAX_CONNECTIONS", "6")
-        .env("HERALD_PUBLIC_URL", &mail.app.state.config.public_url)
-        .env("HERALD_ENV", "test")
-        .env("HERALD_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
+    let mut command = mail.worker_command(&[("DATABASE_URL", &through), ("HERALD_DB_MAX_CONNECTIONS", "6"), ("HERALD_LOG", "warn")]);
+    command.stderr(std::fs::File::create(&log).unwrap());
     let worker = Running(command.spawn().unwrap());
 
     send_batch(&mail, 0, 20).await;
