@@ -19,19 +19,13 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use uuid::Uuid;
-use crate::routes::automations::graph::{StepIn, ConnectionIn, check_graph};
+use crate::routes::automations::graph::{ConnectionIn, ConnectionType, StepIn, StepType, check_graph};
 
 pub struct AutomationsApi;
 
 crate::choices! {
     /// Whether an automation enrols contacts.
     AutomationStatus = &["enabled", "disabled"];
-    /// What a step does (`wait_for_event` and `contact_delete` are not available in this
-    /// release and are refused).
-    StepType = &["trigger", "send_email", "delay", "condition", "contact_update", "add_to_segment", "topic_update"];
-    /// How a step leads to the next (`timeout` and `event_received` are not available in this
-    /// release and are refused).
-    ConnectionType = &["default", "condition_met", "condition_not_met"];
     /// Where a run is.
     RunStatus = &["running", "completed", "failed", "cancelled"];
     /// Where a run is at one step: `pending` (not reached yet), `waiting` (a delay until its

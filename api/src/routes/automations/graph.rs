@@ -12,8 +12,15 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use uuid::Uuid;
-use crate::routes::automations::automations::ConnectionType;
-use crate::routes::automations::automations::StepType;
+
+crate::choices! {
+    /// What a step does (`wait_for_event` and `contact_delete` are not available in this
+    /// release and are refused).
+    StepType = &["trigger", "send_email", "delay", "condition", "contact_update", "add_to_segment", "topic_update"];
+    /// How a step leads to the next (`timeout` and `event_received` are not available in this
+    /// release and are refused).
+    ConnectionType = &["default", "condition_met", "condition_not_met"];
+}
 
 /// One step of a graph.
 #[derive(Object, Deserialize, Clone)]
