@@ -138,7 +138,7 @@ async fn the_bucket_is_shared_by_all_keys_of_a_team_and_every_process() {
 #[tokio::test]
 async fn the_bucket_refills_after_the_retry_after_wait() {
     let app = TestApp::spawn().await;
-    let answers = futures::future::join_all((0..12).map(|_| app.get("/api-keys"))).await;
+    let answers = futures::future::join_all((0..30).map(|_| app.get("/api-keys"))).await;
     let limited = answers.iter().find(|a| a.status == 429).expect("the burst is limited");
     let wait: u64 = limited.header("retry-after").unwrap().parse().unwrap();
     tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
