@@ -183,7 +183,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             let counts = schema::store::jobs::counts(&mut conn).await?;
             let failed = schema::store::jobs::failed(&mut conn, 50).await?;
             let health = schema::store::jobs::queue_health(&mut conn, 3.0 * jobs::runtime::HEARTBEAT.as_secs_f64()).await?;
-            println!("{}", serde_json::to_string_pretty(&json!({ "queues": counts, "health": health, "failed": failed }))?);
+            let stuck = schema::store::jobs::stuck_loops(&mut conn, 3.0 * jobs::supervise::REPORT_EVERY.as_secs_f64()).await?;
+            println!("{}", serde_json::to_string_pretty(&json!({ "queues": counts, "health": health, "stuck_loops": stuck, "failed": failed }))?);
             Ok(())
         }
         Command::Serve { no_worker } => serve(!no_worker).await,

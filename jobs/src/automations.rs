@@ -41,6 +41,8 @@ pub struct AutomationSettings {
 
 /// How often an idle executor looks for due runs.
 const PROBE: Duration = Duration::from_millis(100);
+/// How long one round of the executor's probe may take before readiness calls it stuck.
+pub const ROUND_BOUND: Duration = Duration::from_secs(60);
 /// Failed attempts at one step (the database down, a render error) before the run fails.
 const MAX_ATTEMPTS: i32 = 8;
 
@@ -142,6 +144,7 @@ pub async fn run(pool: PgPool, settings: AutomationSettings, shutdown: impl Futu
         tokio::spawn(async move {
             while !*stopped.borrow() {
                 tokio::time::sleep(PROBE).await;
+                crate::supervise::beat("automations");
                 let due = async { automations::any_due(&mut *executor.pool.acquire().await?).await }.await;
                 match due {
                     Ok(true) => wake.notify_waiters(),

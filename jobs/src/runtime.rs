@@ -109,7 +109,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     };
     let schedule = options.schedules.then(|| {
         let (pool, loop_stopped) = (pool.clone(), stopped.clone());
-        tokio::spawn(supervise("schedules", stopped.clone(), move || {
+        tokio::spawn(supervise("schedules", 3 * crate::schedule::TICK, stopped.clone(), move || {
             let (pool, stopped) = (pool.clone(), loop_stopped.clone());
             async move {
                 tokio::select! {
@@ -121,21 +121,24 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     });
     let dispatcher = {
         let (pool, settings, loop_stopped) = (pool.clone(), options.webhooks.clone(), stopped.clone());
-        tokio::spawn(supervise("webhooks", stopped.clone(), move || crate::webhooks::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
+        tokio::spawn(supervise("webhooks", crate::webhooks::ROUND_BOUND, stopped.clone(), move || crate::webhooks::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
     };
     let executor = {
         let (pool, settings, loop_stopped) = (pool.clone(), options.automations.clone(), stopped.clone());
-        tokio::spawn(supervise("automations", stopped.clone(), move || crate::automations::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
+        tokio::spawn(supervise("automations", crate::automations::ROUND_BOUND, stopped.clone(), move || crate::automations::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
     };
+    let reporter = tokio::spawn(crate::supervise::report_beats(pool.clone(), stopped.clone()));
     let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, .. } = options;
     delivery.concurrency = deliver_concurrency;
-    let monitor = Monitor::new().should_restart(|worker, error| {
+    let retiring = pool.clone();
+    let monitor = Monitor::new().should_restart(move |worker, error| {
         if worker.is_shutting_down() {
             return false;
         }
         let queue = queue_of(worker.name());
         tracing::warn!(queue, worker = worker.name(), error = %error, "restarting a job worker");
         count_restart(queue);
+        tokio::spawn(retire(retiring.clone(), worker.name().to_string()));
         true
     });
     let monitor = queue_worker!(monitor, pool, Housekeeping, concurrency, crate::housekeeping::handle, []);
@@ -158,7 +161,24 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     }
     let _ = dispatcher.await;
     let _ = executor.await;
+    let _ = reporter.await;
     result.map_err(|e| anyhow::anyhow!("workers stopped with an error: {e}"))
+}
+
+/// Marks an ended worker as long gone, so that the jobs it had fetched or was running (ended
+/// with it) are taken back by the next heartbeat of its queue's live worker, within seconds,
+/// rather than after the 30 s a silent worker gets. Tried until PostgreSQL answers: a worker
+/// usually ends because it could not reach it.
+async fn retire(pool: PgPool, worker: String) {
+    for attempt in 0..60 {
+        let retired = async { schema::store::jobs::retire_worker(&mut *pool.acquire().await?, &worker).await }.await;
+        match retired {
+            Ok(()) => return,
+            Err(error) => tracing::debug!(%error, worker, "retiring an ended worker failed; trying again"),
+        }
+        tokio::time::sleep(crate::supervise::backoff(attempt)).await;
+    }
+    tracing::warn!(worker, "an ended worker could not be retired; its jobs come back when its heartbeat is stale");
 }
 
 /// The queue a worker serves, from its name ([`worker_name`]: `queue-pid-suffix`).

@@ -33,9 +33,13 @@ pub async fn run(pool: PgPool) {
     let mut interval = tokio::time::interval(TICK);
     loop {
         interval.tick().await;
-        if let Err(error) = tick(&pool, Utc::now()).await {
-            tracing::warn!(error = format!("{error:#}"), "schedule tick failed");
+        // A tick that cannot finish (a stalled connection) is abandoned; the next one runs.
+        match tokio::time::timeout(TICK, tick(&pool, Utc::now())).await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::warn!(error = format!("{error:#}"), "schedule tick failed"),
+            Err(_) => tracing::warn!("a schedule tick did not finish within {TICK:?}; abandoned"),
         }
+        crate::supervise::beat("schedules");
     }
 }
 

@@ -95,6 +95,7 @@ pub async fn run(pool: PgPool, settings: WebhookSettings, shutdown: impl Future<
     tokio::pin!(shutdown);
     let lease_seconds = settings.timeout.as_secs_f64() + 30.0;
     loop {
+        crate::supervise::beat("webhooks");
         // Lease in batches: while most slots are busy, let a few more finish first.
         if slots.available_permits() < settings.concurrency / 4 {
             tokio::time::sleep(Duration::from_millis(2)).await;
@@ -133,9 +134,20 @@ pub async fn run(pool: PgPool, settings: WebhookSettings, shutdown: impl Future<
     let _ = recorder.await;
 }
 
-async fn lease(pool: &PgPool, free: usize, settings: &WebhookSettings, lease_seconds: f64) -> sqlx::Result<Vec<Due>> {
-    let mut conn = pool.acquire().await?;
-    webhooks::lease_due(&mut conn, free as i64, settings.per_endpoint as i64, lease_seconds).await
+/// How long one round of the dispatcher may take before readiness calls it stuck.
+pub const ROUND_BOUND: Duration = Duration::from_secs(60);
+
+/// How long a lease may take: a lease that cannot finish (a stalled connection) is abandoned,
+/// and its deliveries, if the lease did commit, come due again when it ends.
+const LEASE_TIMEOUT: Duration = Duration::from_secs(20);
+
+async fn lease(pool: &PgPool, free: usize, settings: &WebhookSettings, lease_seconds: f64) -> anyhow::Result<Vec<Due>> {
+    let leased = tokio::time::timeout(LEASE_TIMEOUT, async {
+        let mut conn = pool.acquire().await?;
+        webhooks::lease_due(&mut conn, free as i64, settings.per_endpoint as i64, lease_seconds).await
+    })
+    .await;
+    Ok(leased.map_err(|_| anyhow::anyhow!("leasing did not finish within {LEASE_TIMEOUT:?}"))??)
 }
 
 async fn record(pool: &PgPool, batch: &[Attempt], settings: &WebhookSettings) {

@@ -62,21 +62,49 @@ pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 /// JIT compilation is off: Herald's queries are short, and compiling a segment's filter costs
 /// more than evaluating it.
 pub async fn connect(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    open_pool(PgConnectOptions::from_str(url)?.options([("jit", "off")]), max_connections).await
+    connect_waiting(url, max_connections, WORKER_ACQUIRE_TIMEOUT).await
+}
+
+/// How long a worker or command waits for a pool connection: past a short outage, since a
+/// job waiting costs no one's patience.
+pub const WORKER_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The longest the relaxed pool waits for a connection: its work (rate-limit grants, key
+/// lookups, request logs) fails open or is dropped rather than holding a request.
+pub const RELAXED_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// As [`connect`], giving up on a connection after `acquire_timeout` (a request path answers
+/// `503` then, well within a client's patience).
+pub async fn connect_waiting(url: &str, max_connections: u32, acquire_timeout: Duration) -> anyhow::Result<PgPool> {
+    open_pool(PgConnectOptions::from_str(url)?.options([("jit", "off")]), max_connections, acquire_timeout).await
 }
 
 /// Opens a small pool for bookkeeping whose loss in a crash is harmless (rate-limit buckets,
 /// `last_used_at`): its commits do not wait for the WAL flush, which keeps them off the hot path.
 pub async fn connect_relaxed(url: &str, max_connections: u32) -> anyhow::Result<PgPool> {
-    open_pool(PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off"), ("jit", "off")]), max_connections).await
+    open_pool(PgConnectOptions::from_str(url)?.options([("synchronous_commit", "off"), ("jit", "off")]), max_connections, RELAXED_ACQUIRE_TIMEOUT).await
 }
 
-async fn open_pool(options: PgConnectOptions, max_connections: u32) -> anyhow::Result<PgPool> {
+async fn open_pool(options: PgConnectOptions, max_connections: u32, acquire_timeout: Duration) -> anyhow::Result<PgPool> {
     Ok(PgPoolOptions::new()
         .max_connections(max_connections)
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(acquire_timeout)
         .connect_with(options.disable_statement_logging())
         .await?)
+}
+
+/// Whether a storage error says PostgreSQL is saturated or out of reach (no connection free
+/// within the pool's timeout, a connection refused, lost, reset or cut short mid-handshake, the
+/// server shutting down or out of connection slots) rather than that the request or the code is
+/// wrong: such a request is answered `503` with `retry-after`, never `500`, and such a job
+/// failure is retried within seconds rather than on the job's own backoff.
+pub fn is_unavailable(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
+        // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
+        sqlx::Error::Database(e) => e.code().is_some_and(|code| matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "53300")),
+        _ => false,
+    }
 }
 
 /// Applies Herald's migrations and the job queue's tables. Safe to run any number of times.

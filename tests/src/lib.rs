@@ -9,6 +9,7 @@ pub mod dkim;
 pub mod dns;
 pub mod https;
 pub mod mail;
+pub mod postgres;
 pub mod proxy;
 pub mod receiver;
 pub mod smtp;
@@ -146,7 +147,12 @@ impl TestApp {
 
     /// Starts Herald with the configuration changed by `adjust`.
     pub async fn spawn_with(adjust: impl FnOnce(&mut Config)) -> Self {
-        let database_url = fresh_database().await;
+        Self::spawn_on(&fresh_database().await, adjust).await
+    }
+
+    /// As [`TestApp::spawn_with`], on a migrated database the test made (a private server's).
+    pub async fn spawn_on(database_url: &str, adjust: impl FnOnce(&mut Config)) -> Self {
+        let database_url = database_url.to_string();
         let pool = schema::connect(&database_url, 12).await.unwrap();
         let (team_id, key) = api::cli::create_team(&pool, "Test team").await.unwrap();
         let mut app = Self::start(&database_url, pool, adjust).await;

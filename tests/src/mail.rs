@@ -36,8 +36,13 @@ pub async fn setup_with(sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mai
 
 /// As [`setup_with`], with no workers running in this process (a test starts `herald worker`).
 pub async fn setup_without_workers(sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mail {
+    setup_without_workers_on(&crate::fresh_database().await, sink, adjust).await
+}
+
+/// As [`setup_without_workers`], on a migrated database the test made (a private server's).
+pub async fn setup_without_workers_on(database_url: &str, sink: SmtpSink, adjust: impl FnOnce(&mut Config)) -> Mail {
     let port = sink.port();
-    let app = TestApp::spawn_with(|config| {
+    let app = TestApp::spawn_on(database_url, |config| {
         config.mx_port = port;
         config.smtp_timeout_seconds = 5;
         config.smtp_data_timeout_seconds = 2;

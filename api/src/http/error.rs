@@ -313,18 +313,7 @@ impl From<sqlx::Error> for ApiError {
     }
 }
 
-/// Whether a storage error says PostgreSQL is saturated or out of reach (no connection free
-/// within the pool's timeout, a connection refused, lost, reset or cut short mid-handshake, the
-/// server shutting down or out of connection slots) rather than that the request or the code is
-/// wrong: such a request is answered `503` with `retry-after`, never `500`.
-pub fn is_unavailable(error: &sqlx::Error) -> bool {
-    match error {
-        sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed | sqlx::Error::Io(_) | sqlx::Error::Tls(_) | sqlx::Error::Protocol(_) => true,
-        // admin_shutdown, crash_shutdown, cannot_connect_now, too_many_connections.
-        sqlx::Error::Database(e) => e.code().is_some_and(|code| matches!(code.as_ref(), "57P01" | "57P02" | "57P03" | "53300")),
-        _ => false,
-    }
-}
+pub use schema::is_unavailable;
 
 /// Seconds a client is told to wait after a `503`.
 pub const RETRY_AFTER_SECONDS: u32 = 1;

@@ -27,7 +27,7 @@ pub struct Health {
 /// One readiness check.
 #[derive(Object)]
 pub struct Check {
-    /// `database` or `workers`.
+    /// `database`, `workers`, `queues` or `loops`.
     pub name: String,
     /// Whether it passed.
     pub ok: bool,
@@ -79,7 +79,7 @@ impl HealthApi {
         })
     }
 
-    /// Readiness: the database answers, a job worker reported within 15 s, and no queue's due jobs wait over 30 s with no live worker.
+    /// Readiness: the database answers, a worker reported within 15 s, no queue's due jobs wait over 30 s unserved, and no loop is stuck.
     #[oai(path = "/ready", method = "get", operation_id = "get-ready")]
     async fn ready(&self, state: Data<&AppState>) -> ReadyResponse {
         let pool = &state.pool;
@@ -108,7 +108,18 @@ impl HealthApi {
             Ok(())
         })
         .await;
-        let checks = vec![database, workers, queues];
+        let loops = check("loops", async {
+            let mut conn = pool.acquire().await?;
+            let stuck = schema::store::jobs::stuck_loops(&mut conn, 3.0 * jobs::supervise::REPORT_EVERY.as_secs_f64()).await?;
+            let named: Vec<String> = stuck
+                .iter()
+                .map(|l| format!("{} in {} (no round for {:.0} s, bound {:.0} s)", l.loop_name, l.process, l.since_seconds, l.bound_seconds))
+                .collect();
+            anyhow::ensure!(named.is_empty(), "stuck loops: {}", named.join(", "));
+            Ok(())
+        })
+        .await;
+        let checks = vec![database, workers, queues, loops];
         let failed: Vec<String> = checks.iter().filter(|c| !c.ok).map(|c| c.name.clone()).collect();
         let body = Readiness {
             status: if failed.is_empty() { "ok" } else { "degraded" }.into(),

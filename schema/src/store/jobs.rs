@@ -103,3 +103,71 @@ pub async fn queue_health(conn: &mut PgConnection, seconds: f64) -> sqlx::Result
     .fetch_all(conn)
     .await
 }
+
+/// One loop's last round, as its process reports it.
+#[derive(Debug, Clone)]
+pub struct LoopBeat {
+    pub loop_name: String,
+    /// Seconds since the loop last went round.
+    pub since_seconds: f64,
+    pub bound_seconds: f64,
+}
+
+/// Records this process's loops (every row in one statement), and forgets processes not seen
+/// for an hour.
+pub async fn report_loops(conn: &mut PgConnection, process: &str, beats: &[LoopBeat]) -> sqlx::Result<()> {
+    let names: Vec<&str> = beats.iter().map(|b| b.loop_name.as_str()).collect();
+    let since: Vec<f64> = beats.iter().map(|b| b.since_seconds).collect();
+    let bounds: Vec<f64> = beats.iter().map(|b| b.bound_seconds).collect();
+    sqlx::query(
+        "INSERT INTO loop_heartbeats (process, loop_name, beat_at, bound_seconds, seen_at)
+         SELECT $1, name, now() - make_interval(secs => since), bound, now()
+         FROM unnest($2::text[], $3::float8[], $4::float8[]) AS b(name, since, bound)
+         ON CONFLICT (process, loop_name) DO UPDATE
+         SET beat_at = excluded.beat_at, bound_seconds = excluded.bound_seconds, seen_at = excluded.seen_at",
+    )
+    .bind(process)
+    .bind(&names)
+    .bind(&since)
+    .bind(&bounds)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("DELETE FROM loop_heartbeats WHERE seen_at < now() - interval '1 hour'").execute(conn).await?;
+    Ok(())
+}
+
+/// Forgets a process's loops (it is shutting down).
+pub async fn forget_loops(conn: &mut PgConnection, process: &str) -> sqlx::Result<()> {
+    sqlx::query("DELETE FROM loop_heartbeats WHERE process = $1").bind(process).execute(conn).await?;
+    Ok(())
+}
+
+/// A loop of a live process that has not gone round within its bound.
+#[derive(Debug, Clone, sqlx::FromRow, serde::Serialize)]
+pub struct StuckLoop {
+    pub process: String,
+    pub loop_name: String,
+    /// Seconds since it last went round.
+    pub since_seconds: f64,
+    pub bound_seconds: f64,
+}
+
+/// Loops of processes that reported within `seconds` whose last round is older than their bound.
+pub async fn stuck_loops(conn: &mut PgConnection, seconds: f64) -> sqlx::Result<Vec<StuckLoop>> {
+    sqlx::query_as(
+        "SELECT process, loop_name, extract(epoch FROM now() - beat_at)::float8 AS since_seconds, bound_seconds
+         FROM loop_heartbeats
+         WHERE seen_at > now() - make_interval(secs => $1) AND beat_at < now() - make_interval(secs => bound_seconds)
+         ORDER BY process, loop_name",
+    )
+    .bind(seconds)
+    .fetch_all(conn)
+    .await
+}
+
+/// Dates an ended job worker's last report far back, so the queue's orphan sweep (run on every
+/// live worker's heartbeat) puts its fetched and running jobs back at once.
+pub async fn retire_worker(conn: &mut PgConnection, worker: &str) -> sqlx::Result<()> {
+    sqlx::query("UPDATE apalis.workers SET last_seen = 'epoch' WHERE id = $1").bind(worker).execute(conn).await?;
+    Ok(())
+}

@@ -28,6 +28,8 @@ const QUEUE: usize = 65_536;
 const DRAIN_CHUNK: usize = 5_000;
 /// How often the drain looks for closed segments.
 const DRAIN_EVERY: Duration = Duration::from_millis(250);
+/// How long one drain may take before it is abandoned (and readiness would call it stuck).
+const DRAIN_BOUND: Duration = Duration::from_secs(60);
 
 type Item = (Hit, oneshot::Sender<()>);
 
@@ -203,13 +205,20 @@ fn write_segments(dir: &Path, receiver: Receiver<Command>) {
 }
 
 async fn drain_loop(dir: PathBuf, pool: PgPool, mut stopped: tokio::sync::watch::Receiver<bool>) {
+    jobs::supervise::expect_beats("spool", DRAIN_EVERY + DRAIN_BOUND);
+    tokio::spawn(jobs::supervise::report_beats(pool.clone(), stopped.clone()));
     loop {
+        jobs::supervise::beat("spool");
         tokio::select! {
             _ = tokio::time::sleep(DRAIN_EVERY) => {}
             _ = stopped.changed() => return,
         }
-        if let Err(error) = drain_once(&dir, &pool).await {
-            tracing::error!(%error, "draining the tracking spool failed; it is retried");
+        // A drain that cannot finish (a stalled connection) is abandoned and retried: a
+        // segment is deleted only after its hits committed, and a hit written twice is kept once (by its id).
+        match tokio::time::timeout(DRAIN_BOUND, drain_once(&dir, &pool)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => tracing::error!(%error, "draining the tracking spool failed; it is retried"),
+            Err(_) => tracing::error!("draining the tracking spool did not finish within {DRAIN_BOUND:?}; it is retried"),
         }
     }
 }
