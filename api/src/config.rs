@@ -20,6 +20,9 @@ pub struct Config {
     /// `HERALD_DB_ACQUIRE_TIMEOUT_SECONDS`: how long a request waits for a pool connection
     /// before it is answered `503` (default 5).
     pub db_acquire_timeout: std::time::Duration,
+    /// `HERALD_REQUEST_TIMEOUT_SECONDS`: a request not answered by then is answered `503`
+    /// (default 15).
+    pub request_timeout: std::time::Duration,
     /// `HERALD_RATE_LIMIT_CAPACITY`: token bucket capacity per team.
     pub rate_limit_capacity: u32,
     /// `HERALD_RATE_LIMIT_REFILL`: tokens added per second per team.
@@ -220,6 +223,7 @@ impl Config {
             env: get("HERALD_ENV", "development"),
             db_max_connections: number("HERALD_DB_MAX_CONNECTIONS", "20")? as u32,
             db_acquire_timeout: std::time::Duration::from_secs_f64(number("HERALD_DB_ACQUIRE_TIMEOUT_SECONDS", "5")?.clamp(0.5, 60.0)),
+            request_timeout: std::time::Duration::from_secs_f64(number("HERALD_REQUEST_TIMEOUT_SECONDS", "15")?.clamp(1.0, 3600.0)),
             rate_limit_capacity: capacity as u32,
             rate_limit_refill: refill,
             worker_concurrency: number("HERALD_WORKER_CONCURRENCY", "4")?.max(1.0) as usize,

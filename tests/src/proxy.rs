@@ -1,12 +1,24 @@
-//! A TCP proxy between Herald and PostgreSQL that a fault test can cut: while cut, every open
-//! connection is closed and new ones are refused (accepted and closed at once), as when the
-//! network path to the database goes away; restored, connections pass again.
+//! A TCP proxy between Herald and PostgreSQL that a fault test can break the way networks
+//! break: **cut** (every open connection closed, new ones accepted and closed at once, as when
+//! the path goes away), **stall** (connections stay open but no byte passes either way, as
+//! when a link or a firewall silently drops packets), and **slow** (every chunk delayed).
+//! Restored, bytes pass again; a stalled connection resumes where it stopped.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
+
+/// How bytes pass through the proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Passage {
+    Open,
+    Stalled,
+    Slow(Duration),
+}
 
 /// A running proxy to `upstream`.
 pub struct Proxy {
@@ -14,6 +26,32 @@ pub struct Proxy {
     cut: Arc<AtomicBool>,
     /// Bumped on every cut: each forwarded connection ends when it changes.
     generation: watch::Sender<u64>,
+    passage: watch::Sender<Passage>,
+}
+
+/// Copies `from` to `to` chunk by chunk, each chunk waiting while the passage is stalled and
+/// delayed while it is slow.
+async fn pump(mut from: impl AsyncRead + Unpin, mut to: impl AsyncWrite + Unpin, mut passage: watch::Receiver<Passage>) {
+    let mut buffer = vec![0u8; 16 * 1024];
+    loop {
+        let read = match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(read) => read,
+        };
+        let now = *passage.borrow_and_update();
+        match now {
+            Passage::Open => {}
+            Passage::Slow(delay) => tokio::time::sleep(delay).await,
+            Passage::Stalled => {
+                if passage.wait_for(|p| *p != Passage::Stalled).await.is_err() {
+                    return;
+                }
+            }
+        }
+        if to.write_all(&buffer[..read]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
@@ -23,7 +61,8 @@ impl Proxy {
         let addr = listener.local_addr().unwrap();
         let cut = Arc::new(AtomicBool::new(false));
         let (generation, _) = watch::channel(0u64);
-        let (cut_flag, generations) = (cut.clone(), generation.clone());
+        let (passage, _) = watch::channel(Passage::Open);
+        let (cut_flag, generations, passages) = (cut.clone(), generation.clone(), passage.clone());
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 if cut_flag.load(Ordering::SeqCst) {
@@ -31,18 +70,21 @@ impl Proxy {
                     continue;
                 }
                 let mut ended = generations.subscribe();
+                let (up, down) = (passages.subscribe(), passages.subscribe());
                 tokio::spawn(async move {
                     let Ok(server) = TcpStream::connect(upstream).await else { return };
-                    let (mut client, mut server) = (client, server);
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = pump(client_read, server_write, up) => {}
+                        _ = pump(server_read, client_write, down) => {}
                         // Both ends see their connection close mid-conversation.
                         _ = ended.changed() => {}
                     }
                 });
             }
         });
-        Proxy { addr, cut, generation }
+        Proxy { addr, cut, generation, passage }
     }
 
     /// `url` (a PostgreSQL URL to 127.0.0.1:5432 or localhost:5432) through this proxy.
@@ -59,9 +101,20 @@ impl Proxy {
         self.generation.send_modify(|g| *g += 1);
     }
 
-    /// Lets connections through again.
+    /// Holds every byte, on open and new connections alike, until [`Proxy::restore`].
+    pub fn stall(&self) {
+        self.passage.send_replace(Passage::Stalled);
+    }
+
+    /// Delays every chunk by `delay` until [`Proxy::restore`].
+    pub fn slow(&self, delay: Duration) {
+        self.passage.send_replace(Passage::Slow(delay));
+    }
+
+    /// Lets connections and bytes through again.
     pub fn restore(&self) {
         self.cut.store(false, Ordering::SeqCst);
+        self.passage.send_replace(Passage::Open);
     }
 }
 

@@ -27,6 +27,11 @@ impl Drop for Running {
 /// A `herald serve --no-worker` process on `database_url` with the default acquire timeout;
 /// answers it, its base URL and its log file.
 fn serve(database_url: &str) -> (Running, String, std::path::PathBuf) {
+    serve_with(database_url, &[])
+}
+
+/// As [`serve`], with `extra` settings.
+fn serve_with(database_url: &str, extra: &[(&str, &str)]) -> (Running, String, std::path::PathBuf) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = std::env::temp_dir().join(format!("herald-faults-api-{port}.log"));
     let server = Running(
@@ -38,6 +43,7 @@ fn serve(database_url: &str) -> (Running, String, std::path::PathBuf) {
             .env("HERALD_LOG", "warn")
             .env("HERALD_RATE_LIMIT_CAPACITY", "1000")
             .env("HERALD_RATE_LIMIT_REFILL", "1000")
+            .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
@@ -89,14 +95,14 @@ async fn a_worker_whose_database_path_is_cut_and_restored_delivers_every_email_o
     send_batch(&mail, 0, 20).await;
     let before = drained(&mail, Duration::from_secs(30), &log).await;
 
-    // The path goes away for five seconds while sends go on being accepted.
+    // The path goes away for thirty seconds while sends go on being accepted.
     proxy.cut();
     send_batch(&mail, 20, 20).await;
-    tokio::time::sleep(Duration::from_secs(5)).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
     send_batch(&mail, 40, 20).await;
     proxy.restore();
-    let back = drained(&mail, Duration::from_secs(45), &log).await;
-    eprintln!("first 20 drained in {before:?}; 40 sent during the cut drained {back:?} after it ended");
+    let back = drained(&mail, Duration::from_secs(20), &log).await;
+    eprintln!("first 20 drained in {before:?}; 40 sent during the 30 s cut drained {back:?} after it ended");
 
     // The same process did it: it never exited.
     let mut worker = worker;
@@ -306,4 +312,57 @@ async fn a_postgresql_restart_under_load_loses_nothing_sends_nothing_twice_and_e
         seen.insert((body["type"].as_str().unwrap().to_string(), body["data"]["email_id"].as_str().unwrap_or_default().to_string()));
     }
     assert_eq!(seen.len(), expected, "each event reached the endpoint\n{}", worker_log());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_loses_or_doubles_nothing() {
+    let mail = mail::setup_without_workers(SmtpSink::start().await, |_| {}).await;
+    let proxy = Proxy::start(upstream_of(&mail.app.database_url)).await;
+    let through = proxy.url_through(&mail.app.database_url);
+    let (_server, base, log) = serve_with(&through, &[("HERALD_REQUEST_TIMEOUT_SECONDS", "4")]);
+    let worker_log = std::env::temp_dir().join(format!("herald-faults-stall-{}.log", std::process::id()));
+    let mut command = mail.worker_command(&[("DATABASE_URL", &through), ("HERALD_LOG", "warn")]);
+    command.stderr(std::fs::File::create(&worker_log).unwrap());
+    let _worker = Running(command.spawn().unwrap());
+    let client = reqwest::Client::builder().user_agent("herald-tests/1.0").timeout(Duration::from_secs(30)).build().unwrap();
+    let send = |to: String| client.post(format!("{base}/emails")).bearer_auth(&mail.app.key).json(&Mail::message(&to)).send();
+    tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+
+    // Slowed (20 ms per chunk each way): slower answers, all of them 200.
+    proxy.slow(Duration::from_millis(20));
+    for i in 0..5 {
+        let answer = send(format!("slow{i}@inbox.test")).await.unwrap();
+        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    }
+
+    // Stalled: no byte passes and no connection closes. A request is answered 503 with
+    // retry-after at the 4 s deadline, never left hanging and never 500; readiness says so.
+    proxy.stall();
+    let started = Instant::now();
+    let answer = send("stalled@inbox.test".into()).await.unwrap();
+    let (status, retry_after) = (answer.status().as_u16(), answer.headers().get("retry-after").is_some());
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!((status, body["name"].as_str()), (503, Some("service_unavailable")), "{body}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(retry_after, "a 503 says when to retry");
+    assert!(started.elapsed() < Duration::from_secs(6), "answered after {:?}", started.elapsed());
+    let ready = client.get(format!("{base}/ready")).send().await.unwrap();
+    assert_eq!(ready.status(), 503, "readiness fails while the database does not answer");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+
+    // Restored: the held bytes flow, requests answer 200 again, and every accepted email is
+    // delivered once.
+    proxy.restore();
+    let started = Instant::now();
+    let after = tests::eventually(|| async { send("after@inbox.test".into()).await.ok().filter(|r| r.status() == 200) }).await;
+    eprintln!("200 again {:?} after the stall ended", started.elapsed());
+    assert_eq!(after.status(), 200);
+    drained(&mail, Duration::from_secs(30), &worker_log).await;
+    let finals: Vec<(String, Option<String>)> = sqlx::query_as("SELECT last_event, failed_reason FROM emails").fetch_all(&mail.app.pool).await.unwrap();
+    assert!(finals.len() >= 6, "{finals:?}");
+    assert!(finals.iter().all(|(state, reason)| state == "delivered" || reason.as_deref() == Some("ambiguous_submission")), "{finals:?}");
+    let mut arrivals: HashMap<String, usize> = HashMap::new();
+    for message in mail.sink.messages() {
+        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
+    }
+    assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
 }

@@ -259,6 +259,17 @@ impl ApiError {
         )
     }
 
+    /// `503 service_unavailable`: the request did not finish within the server's deadline.
+    pub fn timed_out(deadline: std::time::Duration) -> Self {
+        Self::new(
+            ErrorKind::ServiceUnavailable,
+            format!(
+                "The request did not finish within {} s. Retry after the `retry-after` seconds; an `Idempotency-Key` makes a retried send safe.",
+                deadline.as_secs()
+            ),
+        )
+    }
+
     /// `500 application_error` naming the request id (the cause is logged by the caller).
     pub fn internal(request_id: &str) -> Self {
         Self::new(ErrorKind::ApplicationError, format!("An unexpected error occurred. Request ID: {request_id}."),

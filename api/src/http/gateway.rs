@@ -167,6 +167,40 @@ impl<E: Endpoint> Gateway<E> {
             _ => None,
         };
 
+        // Past the body (a slow client's upload is not held against it), a request that cannot
+        // finish, as on a stalled database connection that has no timeout of its own, is
+        // answered 503 at the deadline; a send retried with its `Idempotency-Key` answers the
+        // first outcome if that did commit.
+        let deadline = self.state.config.request_timeout;
+        match tokio::time::timeout(deadline, self.dispatch(req, handled, routing, path, query, body, log_id, request_id)).await {
+            Ok(handled) => handled,
+            Err(_) => {
+                tracing::warn!(?deadline, "the request did not finish in time; answered 503");
+                let response = ApiError::timed_out(deadline).as_response_with_id(request_id);
+                Handled { response, bucket: None, credential: None, operation, request_body: None }
+            }
+        }
+    }
+
+    /// Authenticates, rate-limits and authorizes a request whose body was read, then hands it
+    /// to its route.
+    #[allow(clippy::too_many_arguments)]
+    async fn dispatch(
+        &self,
+        mut req: Request,
+        mut handled: Handled,
+        routing: Option<Routing>,
+        path: String,
+        query: Option<String>,
+        body: Option<Vec<u8>>,
+        log_id: Uuid,
+        request_id: &str,
+    ) -> Handled {
+        let operation = handled.operation;
+        let answer = |mut handled: Handled, error: ApiError| {
+            handled.response = error.as_response_with_id(request_id);
+            handled
+        };
         let bearer = bearer_token(&req);
         let needs_key = operation.is_some_and(|o| o.access.needs_credential());
         if operation.is_some_and(|o| o.access == Access::Session) {

@@ -165,9 +165,24 @@ pub async fn stuck_loops(conn: &mut PgConnection, seconds: f64) -> sqlx::Result<
     .await
 }
 
-/// Dates an ended job worker's last report far back, so the queue's orphan sweep (run on every
-/// live worker's heartbeat) puts its fetched and running jobs back at once.
-pub async fn retire_worker(conn: &mut PgConnection, worker: &str) -> sqlx::Result<()> {
-    sqlx::query("UPDATE apalis.workers SET last_seen = 'epoch' WHERE id = $1").bind(worker).execute(conn).await?;
-    Ok(())
+/// Puts an ended job worker's jobs back in its queue at once: those it had fetched as they were,
+/// those it was running (they ended with it) with the attempt counted, as apalis's own orphan
+/// sweep does after a silent worker's 30 s. Its last report is dated far back so that the sweep
+/// would take anything left. Answers how many jobs came back.
+pub async fn retire_worker(conn: &mut PgConnection, worker: &str) -> sqlx::Result<u64> {
+    let mut tx = sqlx::Connection::begin(conn).await?;
+    sqlx::query("UPDATE apalis.workers SET last_seen = 'epoch' WHERE id = $1").bind(worker).execute(&mut *tx).await?;
+    let back = sqlx::query(
+        "UPDATE apalis.jobs
+         SET status = 'Pending', lock_by = NULL, lock_at = NULL, done_at = NULL,
+             attempts = attempts + CASE WHEN status = 'Running' THEN 1 ELSE 0 END,
+             last_result = '{\"Err\": \"Re-enqueued: its worker ended on a storage error.\"}'::jsonb
+         WHERE lock_by = $1 AND status IN ('Queued', 'Running')",
+    )
+    .bind(worker)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(back)
 }
