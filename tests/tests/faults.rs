@@ -53,8 +53,8 @@ fn serve_with(database_url: &str, extra: &[(&str, &str)]) -> (Running, String, s
 }
 
 /// Emails of this test's database not yet in a final state.
-async fn open_emails(mail: &Mail) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event NOT IN ('delivered', 'failed')").fetch_one(&mail.app.pool).await.unwrap()
+async fn open_emails(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event NOT IN ('delivered', 'failed')").fetch_one(pool).await.unwrap()
 }
 
 async fn send_batch(mail: &Mail, first: usize, count: usize) {
@@ -67,13 +67,13 @@ async fn send_batch(mail: &Mail, first: usize, count: usize) {
 async fn drained(mail: &Mail, limit: Duration, log: &std::path::Path) -> Duration {
     let started = Instant::now();
     loop {
-        if open_emails(mail).await == 0 {
+        if open_emails(&mail.app.pool).await == 0 {
             return started.elapsed();
         }
         assert!(
             started.elapsed() < limit,
             "{} emails still open after {limit:?}; the worker printed:\n{}",
-            open_emails(mail).await,
+            open_emails(&mail.app.pool).await,
             std::fs::read_to_string(log).unwrap_or_default()
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -365,4 +365,96 @@ async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_los
         *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
     }
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
+}
+
+/// Opens connections to `url` as another client would until the server refuses one; answers them.
+async fn hog(url: &str) -> Vec<sqlx::PgConnection> {
+    use sqlx::ConnectOptions;
+    let options: sqlx::postgres::PgConnectOptions = url.parse::<sqlx::postgres::PgConnectOptions>().unwrap().application_name("hog");
+    let mut held = Vec::new();
+    loop {
+        match options.connect().await {
+            Ok(conn) => held.push(conn),
+            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("53300") => return held,
+            Err(error) => panic!("connecting a hog failed otherwise: {error}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_slots_taken_by_another_client_answer_503_and_everything_resumes_once_they_free() {
+    let cluster = Cluster::start(40);
+    let url = cluster.migrated_database("herald").await;
+    let mail = mail::setup_without_workers_on(&url, SmtpSink::start().await, |_| {}).await;
+    let (_server, base, log) = serve(&url);
+    let worker_log = std::env::temp_dir().join(format!("herald-faults-slots-{}.log", std::process::id()));
+    let mut command = mail.worker_command(&[("DATABASE_URL", &url), ("HERALD_LOG", "warn")]);
+    command.stderr(std::fs::File::create(&worker_log).unwrap());
+    let mut worker = Running(command.spawn().unwrap());
+    let client = reqwest::Client::builder().user_agent("herald-tests/1.0").timeout(Duration::from_secs(30)).build().unwrap();
+    let send = |to: String| client.post(format!("{base}/emails")).bearer_auth(&mail.app.key).json(&Mail::message(&to)).send();
+    tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    for i in 0..5 {
+        assert_eq!(send(format!("before{i}@inbox.test")).await.unwrap().status(), 200);
+    }
+    drained(&mail, Duration::from_secs(20), &worker_log).await;
+
+    // Another client takes every free slot, Herald's sessions are ended (as an operator's
+    // pg_terminate_backend would) and the client takes the slots they freed. Herald's processes
+    // are paused meanwhile so that they cannot win a freed slot back first.
+    // The test's own server stops too (its listeners would reconnect); its pool stays for the
+    // checks below.
+    let Mail { app, sink, .. } = mail;
+    // Its DNS server (the worker's resolver) stays up.
+    let (pool, key, _dns) = (app.pool.clone(), app.key.clone(), app.dns.clone());
+    app.shutdown().await;
+    let send = |to: String| client.post(format!("{base}/emails")).bearer_auth(&key).json(&Mail::message(&to)).send();
+    let signal = |name: &str, child: &Running| {
+        assert!(Command::new("kill").arg(format!("-{name}")).arg(child.0.id().to_string()).status().unwrap().success());
+    };
+    let (server, worker_ref) = (&_server, &worker);
+    signal("STOP", server);
+    signal("STOP", worker_ref);
+    let mut held = hog(&url).await;
+    let mut admin = held.pop().unwrap();
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE backend_type = 'client backend' AND application_name <> 'hog'")
+        .execute(&mut admin)
+        .await
+        .unwrap();
+    let others = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND application_name <> 'hog'";
+    let ending = Instant::now();
+    while sqlx::query_scalar::<_, i64>(others).fetch_one(&mut admin).await.unwrap() > 0 {
+        assert!(ending.elapsed() < Duration::from_secs(10), "a session outlived pg_terminate_backend");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    held.extend(hog(&url).await);
+    signal("CONT", server);
+    signal("CONT", worker_ref);
+    eprintln!("another client holds all {} connections", held.len() + 1);
+
+    let started = Instant::now();
+    let answer = send("refused@inbox.test".into()).await.unwrap();
+    let status = answer.status().as_u16();
+    let body: Value = answer.json().await.unwrap();
+    assert_eq!((status, body["name"].as_str()), (503, Some("service_unavailable")), "{body}\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    // Within the relaxed pool's 2 s (the rate limiter fails open) and the main pool's 5 s.
+    assert!(started.elapsed() < Duration::from_secs(9), "answered after {:?}", started.elapsed());
+    assert_eq!(client.get(format!("{base}/ready")).send().await.unwrap().status(), 503);
+
+    // The slots free: within seconds, sends are accepted and every email is delivered once by
+    // the same worker.
+    drop(held);
+    drop(admin);
+    let freed = Instant::now();
+    tests::eventually(|| async { send("after@inbox.test".into()).await.ok().filter(|r| r.status() == 200) }).await;
+    eprintln!("200 again {:?} after the slots freed", freed.elapsed());
+    let freed = Instant::now();
+    while open_emails(&pool).await > 0 {
+        assert!(freed.elapsed() < Duration::from_secs(20), "emails still open:\n{}", std::fs::read_to_string(&worker_log).unwrap_or_default());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(worker.0.try_wait().unwrap().is_none(), "the worker exited");
+    let delivered: i64 = sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event = 'delivered'").fetch_one(&pool).await.unwrap();
+    assert_eq!(delivered, 6, "the five before and the one after; the refused one was never accepted");
+    assert_eq!(sink.messages().len(), 6);
 }
