@@ -167,15 +167,18 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
 
 /// Puts the jobs an ended worker had fetched or was running (they ended with it) back in its
 /// queue, so they run again within a second of PostgreSQL answering rather than after the 30 s
-/// a silent worker gets. Tried every half second for ten minutes: a worker usually ends
+/// a silent worker gets; one whose payload does not parse (it ended the worker) is killed. Tried every half second for ten minutes: a worker usually ends
 /// because it could not reach PostgreSQL.
 async fn retire(pool: PgPool, worker: String) {
     let started = tokio::time::Instant::now();
     while started.elapsed() < Duration::from_secs(600) {
-        let retired = async { schema::store::jobs::retire_worker(&mut *pool.acquire().await?, &worker).await }.await;
+        let retired = async { schema::store::jobs::retire_worker(&mut *pool.acquire().await?, queue_of(&worker), &worker).await }.await;
         match retired {
-            Ok(back) => {
+            Ok((back, killed)) => {
                 tracing::info!(worker, jobs = back, "an ended worker's jobs are back in its queue");
+                if killed > 0 {
+                    tracing::error!(worker, jobs = killed, "jobs whose payload does not parse were killed (see herald jobs)");
+                }
                 return;
             }
             Err(error) => tracing::debug!(%error, worker, "retiring an ended worker failed; trying again"),

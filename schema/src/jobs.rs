@@ -111,6 +111,24 @@ pub const QUEUES: &[&str] = &[
     SendBroadcast::QUEUE,
 ];
 
+/// Why a stored payload of `queue` does not parse as that queue's job, if it does not (a payload
+/// an older or newer Herald wrote): such a job can never run, and fetching it ends its worker.
+pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
+    fn check<J: Job>(payload: &[u8]) -> Option<String> {
+        serde_json::from_slice::<J>(payload).err().map(|e| e.to_string())
+    }
+    match queue {
+        Housekeeping::QUEUE => check::<Housekeeping>(payload),
+        DomainSweep::QUEUE => check::<DomainSweep>(payload),
+        Deliver::QUEUE => check::<Deliver>(payload),
+        DeliverPage::QUEUE => check::<DeliverPage>(payload),
+        ResolveAmbiguous::QUEUE => check::<ResolveAmbiguous>(payload),
+        ImportContacts::QUEUE => check::<ImportContacts>(payload),
+        SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
+        other => Some(format!("no queue is named {other}")),
+    }
+}
+
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {
     enqueue_at(conn, job, SystemTime::now()).await

@@ -69,3 +69,35 @@ async fn ready_is_503_degraded_naming_a_queue_whose_due_jobs_have_no_live_worker
     sqlx::query("DELETE FROM apalis.jobs WHERE id = 'stranded-1'").execute(&app.pool).await.unwrap();
     app.shutdown().await;
 }
+
+#[tokio::test]
+async fn ready_is_503_degraded_naming_a_live_process_loop_that_has_not_gone_round_within_its_bound() {
+    let mut app = TestApp::spawn().await;
+    app.start_workers();
+    // The workers' loops report themselves within a few seconds, and readiness is ok.
+    let reported: Vec<String> = tests::eventually(|| async {
+        let names: Vec<String> = sqlx::query_scalar("SELECT loop_name FROM loop_heartbeats ORDER BY 1").fetch_all(&app.pool).await.unwrap();
+        names.contains(&"webhooks".to_string()).then_some(names)
+    })
+    .await;
+    assert!(reported.contains(&"automations".to_string()), "{reported:?}");
+    let ready = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!(ready.status, 200, "{}", ready.body);
+
+    // A dead process's stale rows say nothing; a live process's stuck loop fails readiness.
+    sqlx::query(
+        "INSERT INTO loop_heartbeats (process, loop_name, beat_at, bound_seconds, seen_at) VALUES
+         ('gone-1', 'webhooks', now() - interval '10 minutes', 60, now() - interval '10 minutes'),
+         ('live-2', 'webhooks', now() - interval '5 minutes', 60, now())",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let answer = Answer::from(app.client.get(app.url("/ready")).send().await.unwrap()).await;
+    assert_eq!(answer.status, 503, "{}", answer.body);
+    assert_eq!(answer.body["failed"], serde_json::json!(["loops"]));
+    let loops = answer.body["checks"].as_array().unwrap().iter().find(|c| c["name"] == "loops").unwrap().clone();
+    let error = loops["error"].as_str().unwrap();
+    assert!(error.contains("webhooks in live-2 (no round for 300 s") && !error.contains("gone-1"), "{loops}");
+    app.shutdown().await;
+}

@@ -131,3 +131,31 @@ async fn the_operator_view_counts_jobs_per_queue_and_status_and_lists_failed_one
     assert_eq!(failed.len(), 1);
     assert_eq!(failed[0].last_error.as_deref(), Some("boom"));
 }
+
+#[tokio::test]
+async fn a_job_whose_payload_no_longer_parses_fails_with_the_reason_and_the_queue_goes_on() {
+    let mut app = TestApp::spawn().await;
+    // A payload an older or newer Herald wrote that this one cannot read.
+    let poison = enqueue(&mut *app.pool.acquire().await.unwrap(), &job()).await.unwrap();
+    sqlx::query("UPDATE apalis.jobs SET job = $1, id = 'poison-job' WHERE id = $2")
+        .bind(br#"{"period": "not a time"}"#.to_vec())
+        .bind(poison.to_string())
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    enqueue(&mut *app.pool.acquire().await.unwrap(), &job()).await.unwrap();
+    app.start_workers();
+
+    let poisoned = eventually(|| async {
+        let row: (String, i32, i32, Option<String>) =
+            sqlx::query_as("SELECT status, attempts, max_attempts, last_result::text FROM apalis.jobs WHERE id = 'poison-job'").fetch_one(&app.pool).await.unwrap();
+        (row.1 >= row.2 || row.0 == "Killed").then_some(row)
+    })
+    .await;
+    assert!(poisoned.3.as_deref().is_some_and(|r| r.contains("Err")), "the reason is kept: {poisoned:?}");
+    let done = eventually(|| async { statuses(&app).await.into_iter().find(|(s, _)| s == "Done") }).await;
+    assert_eq!(done.1, 1, "the good job after it ran once");
+    let failed = sqlx::query_scalar::<_, i64>("SELECT count(*) FROM apalis.jobs WHERE id = 'poison-job' AND status IN ('Failed', 'Killed')").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(failed, 1, "the poison job is among the failed ones herald jobs lists");
+    app.shutdown().await;
+}

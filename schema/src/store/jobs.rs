@@ -167,11 +167,42 @@ pub async fn stuck_loops(conn: &mut PgConnection, seconds: f64) -> sqlx::Result<
 
 /// Puts an ended job worker's jobs back in its queue at once: those it had fetched as they were,
 /// those it was running (they ended with it) with the attempt counted, as apalis's own orphan
-/// sweep does after a silent worker's 30 s. Its last report is dated far back so that the sweep
-/// would take anything left. Answers how many jobs came back.
-pub async fn retire_worker(conn: &mut PgConnection, worker: &str) -> sqlx::Result<u64> {
+/// sweep does after a silent worker's 30 s. A job of the queue whose payload does not parse
+/// (apalis ends a worker whose fetch meets one) is killed with the reason instead, so that it
+/// cannot end the next one. Its last report is dated far back so that the sweep
+/// would take anything left. Answers how many jobs came back and how many were killed.
+pub async fn retire_worker(conn: &mut PgConnection, queue: &str, worker: &str) -> sqlx::Result<(u64, u64)> {
     let mut tx = sqlx::Connection::begin(conn).await?;
     sqlx::query("UPDATE apalis.workers SET last_seen = 'epoch' WHERE id = $1").bind(worker).execute(&mut *tx).await?;
+    // Its jobs, and the next due ones of its queue in the order a fetch takes them: a payload
+    // that does not parse fails the whole fetch, which rolls back, so the job that ended the
+    // worker is usually still waiting there.
+    let held: Vec<(String, String, Vec<u8>)> = sqlx::query_as(
+        "(SELECT id, job_type, job FROM apalis.jobs WHERE lock_by = $1 AND status IN ('Queued', 'Running'))
+         UNION
+         (SELECT id, job_type, job FROM apalis.jobs
+          WHERE job_type = $2 AND (status = 'Pending' OR (status = 'Failed' AND attempts < max_attempts)) AND run_at < now()
+          ORDER BY priority DESC, run_at ASC LIMIT 100)",
+    )
+    .bind(worker)
+    .bind(queue)
+    .fetch_all(&mut *tx)
+    .await?;
+    let (mut killed, mut reasons) = (Vec::new(), Vec::new());
+    for (id, queue, payload) in &held {
+        if let Some(reason) = crate::jobs::payload_error(queue, payload) {
+            killed.push(id.clone());
+            reasons.push(serde_json::json!({ "Err": format!("The payload does not parse: {reason}") }));
+        }
+    }
+    sqlx::query(
+        "UPDATE apalis.jobs j SET status = 'Killed', lock_by = NULL, done_at = now(), attempts = j.max_attempts, last_result = k.reason
+         FROM unnest($1::text[], $2::jsonb[]) AS k(id, reason) WHERE j.id = k.id",
+    )
+    .bind(&killed)
+    .bind(&reasons)
+    .execute(&mut *tx)
+    .await?;
     let back = sqlx::query(
         "UPDATE apalis.jobs
          SET status = 'Pending', lock_by = NULL, lock_at = NULL, done_at = NULL,
@@ -184,5 +215,5 @@ pub async fn retire_worker(conn: &mut PgConnection, worker: &str) -> sqlx::Resul
     .await?
     .rows_affected();
     tx.commit().await?;
-    Ok(back)
+    Ok((back, killed.len() as u64))
 }
