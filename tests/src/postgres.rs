@@ -123,8 +123,18 @@ impl Cluster {
     /// Restarts the server as an operator would (`pg_ctl stop -m fast`, then start): every
     /// connection is closed, the server stays away for `down`, and comes back with its data.
     pub fn restart(&self, down: std::time::Duration) {
-        self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]);
+        self.stop();
         std::thread::sleep(down);
+        self.resume();
+    }
+
+    /// Stops the server (`pg_ctl stop -m fast`) until [`Cluster::resume`].
+    pub fn stop(&self) {
+        self.pg_ctl(&["stop", "-m", "fast", "-w", "-t", "60"]);
+    }
+
+    /// Starts the stopped server again; answers once it accepts connections.
+    pub fn resume(&self) {
         self.pg_ctl(&["start", "-w", "-t", "60"]);
     }
 

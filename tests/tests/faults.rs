@@ -458,3 +458,92 @@ async fn connection_slots_taken_by_another_client_answer_503_and_everything_resu
     assert_eq!(delivered, 6, "the five before and the one after; the refused one was never accepted");
     assert_eq!(sink.messages().len(), 6);
 }
+
+/// Emails delivered so far (zero while the database is away).
+async fn delivered(pool: &sqlx::PgPool) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event = 'delivered'").fetch_one(pool).await.unwrap_or(0)
+}
+
+/// Accepts `count` emails in batches of 100 through the API; answers how long that took.
+async fn backlog(mail: &Mail, prefix: &str, count: usize) -> Duration {
+    let started = Instant::now();
+    for first in (0..count).step_by(100) {
+        let sends: Vec<Value> = (first..(first + 100).min(count)).map(|i| Mail::message(&format!("{prefix}{i}@inbox.test"))).collect();
+        let answer = mail.app.post("/emails/batch", json!(sends)).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    started.elapsed()
+}
+
+/// Waits for `target` deliveries; answers the time to the first one past `baseline` and to all.
+async fn deliveries_from(pool: &sqlx::PgPool, baseline: i64, target: i64, limit: Duration) -> (Duration, Duration) {
+    let started = Instant::now();
+    let mut first = None;
+    loop {
+        let now = delivered(pool).await;
+        if now > baseline && first.is_none() {
+            first = Some(started.elapsed());
+        }
+        if now >= target {
+            return (first.unwrap_or_default(), started.elapsed());
+        }
+        assert!(started.elapsed() < limit, "{now} of {target} delivered after {limit:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The outage figures of #22: a backlog (`HERALD_FAULTS_BACKLOG`, default 300; the issue's
+/// figure uses 5,000) drained by one worker with no outage, then the same backlog left waiting
+/// while PostgreSQL is stopped for 5 s under API traffic, measured from the moment it is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_backlog_waiting_through_a_postgresql_outage_drains_about_as_fast_as_without_one() {
+    let size: usize = std::env::var("HERALD_FAULTS_BACKLOG").ok().and_then(|n| n.parse().ok()).unwrap_or(300);
+    let cluster = std::sync::Arc::new(Cluster::start(100));
+    let url = cluster.migrated_database("herald").await;
+    let mail = mail::setup_without_workers_on(&url, SmtpSink::start().await, |_| {}).await;
+    let pool = mail.app.pool.clone();
+    let log = std::env::temp_dir().join(format!("herald-faults-backlog-{}.log", std::process::id()));
+    let mut command = mail.worker_command(&[("HERALD_LOG", "error"), ("HERALD_DELIVER_CONCURRENCY", "32")]);
+    command.stderr(std::fs::File::create(&log).unwrap());
+    let accepted = backlog(&mail, "calm", size).await;
+    let worker = Running(command.spawn().unwrap());
+    let (calm_first, calm_all) = deliveries_from(&pool, 0, size as i64, Duration::from_secs(600)).await;
+
+    // The same backlog again, accepted while the worker is paused; then PostgreSQL stops for
+    // five seconds while a client keeps calling the API of a `herald serve` process.
+    let (_server, base, _) = serve(&url);
+    let client = reqwest::Client::builder().user_agent("herald-tests/1.0").timeout(Duration::from_secs(30)).build().unwrap();
+    tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    let pause = |signal: &str| assert!(Command::new("kill").arg(format!("-{signal}")).arg(worker.0.id().to_string()).status().unwrap().success());
+    pause("STOP");
+    backlog(&mail, "outage", size).await;
+    let stopping = cluster.clone();
+    tokio::task::spawn_blocking(move || stopping.stop()).await.unwrap();
+    pause("CONT");
+    let mut statuses: HashMap<u16, usize> = HashMap::new();
+    let down = Instant::now();
+    while down.elapsed() < Duration::from_secs(5) {
+        let answer = client.get(format!("{base}/emails")).bearer_auth(&mail.app.key).send().await.unwrap();
+        *statuses.entry(answer.status().as_u16()).or_default() += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let resuming = cluster.clone();
+    tokio::task::spawn_blocking(move || resuming.resume()).await.unwrap();
+    let (back_first, back_all) = deliveries_from(&pool, size as i64, 2 * size as i64, Duration::from_secs(600)).await;
+    eprintln!(
+        "backlog of {size} (accepted in {accepted:?}): no outage, first delivery {calm_first:?}, drained {calm_all:?} ({:.0}/s); \
+         after a 5 s outage, from PostgreSQL back: first delivery {back_first:?}, drained {back_all:?} ({:.0}/s); \
+         API answers during the outage {statuses:?}",
+        size as f64 / calm_all.as_secs_f64(),
+        size as f64 / back_all.as_secs_f64(),
+    );
+    assert_eq!(statuses.get(&500), None, "never a 500 during the outage");
+    assert!(statuses.get(&503).is_some(), "the outage was seen: {statuses:?}");
+    assert!(back_first < Duration::from_secs(10), "the first delivery came {back_first:?} after PostgreSQL was back");
+    assert!(back_all < calm_all * 3 + Duration::from_secs(10), "the backlog drained in {back_all:?} against {calm_all:?} with no outage");
+    let mut arrivals: HashMap<String, usize> = HashMap::new();
+    for message in mail.sink.messages() {
+        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
+    }
+    assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice");
+}
