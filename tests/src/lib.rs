@@ -7,6 +7,7 @@ pub mod clients;
 pub mod cloudflare;
 pub mod dkim;
 pub mod dns;
+pub mod faults;
 pub mod https;
 pub mod mail;
 pub mod postgres;

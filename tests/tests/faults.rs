@@ -1,84 +1,18 @@
-//! Faults: PostgreSQL out of reach (a TCP proxy between Herald and the server, cut and restored)
-//! and a pool too small for the loops that share it. Herald's processes stay up through each and
-//! work again by themselves: the workers deliver every accepted email once, and the API answers
-//! `503` with `retry-after`, never `500`, while it cannot reach the database.
+//! Faults: PostgreSQL out of reach (a TCP proxy between Herald and the server, cut, stalled or
+//! slowed), restarted or stopped (a private server driven with `pg_ctl`), and its connection
+//! slots taken by another client. Herald's processes stay up through each and work again by
+//! themselves within seconds: every accepted email is delivered once (or reported ambiguous),
+//! and the API answers `503` with `retry-after`, never `500`, while it cannot reach the database.
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tests::faults::*;
 use tests::mail::{self, Mail};
-use tests::TestApp;
 use tests::postgres::Cluster;
 use tests::proxy::{Proxy, upstream_of};
 use tests::receiver::Receiver;
 use tests::smtp::SmtpSink;
-
-/// Kills the child process when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A `herald serve --no-worker` process on `database_url` with the default acquire timeout;
-/// answers it, its base URL and its log file.
-fn serve(database_url: &str) -> (Running, String, std::path::PathBuf) {
-    serve_with(database_url, &[])
-}
-
-/// As [`serve`], with `extra` settings.
-fn serve_with(database_url: &str, extra: &[(&str, &str)]) -> (Running, String, std::path::PathBuf) {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log = std::env::temp_dir().join(format!("herald-faults-api-{port}.log"));
-    let server = Running(
-        Command::new(tests::herald_binary())
-            .args(["serve", "--no-worker"])
-            .env("DATABASE_URL", database_url)
-            .env("HERALD_HTTP_ADDR", format!("127.0.0.1:{port}"))
-            .env("HERALD_ENV", "test")
-            .env("HERALD_LOG", "warn")
-            .env("HERALD_RATE_LIMIT_CAPACITY", "1000")
-            .env("HERALD_RATE_LIMIT_REFILL", "1000")
-            .envs(extra.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    (server, format!("http://127.0.0.1:{port}"), log)
-}
-
-/// Emails of this test's database not yet in a final state.
-async fn open_emails(pool: &sqlx::PgPool) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event NOT IN ('delivered', 'failed')").fetch_one(pool).await.unwrap()
-}
-
-async fn send_batch(mail: &Mail, first: usize, count: usize) {
-    let sends: Vec<Value> = (first..first + count).map(|i| Mail::message(&format!("user{i}@inbox.test"))).collect();
-    let answer = mail.app.post("/emails/batch", json!(sends)).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-}
-
-/// Waits until every email is final, or `limit` passes; answers how long it took.
-async fn drained(mail: &Mail, limit: Duration, log: &std::path::Path) -> Duration {
-    let started = Instant::now();
-    loop {
-        if open_emails(&mail.app.pool).await == 0 {
-            return started.elapsed();
-        }
-        assert!(
-            started.elapsed() < limit,
-            "{} emails still open after {limit:?}; the worker printed:\n{}",
-            open_emails(&mail.app.pool).await,
-            std::fs::read_to_string(log).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 #[tokio::test]
 async fn a_worker_whose_database_path_is_cut_and_restored_delivers_every_email_once_without_a_restart() {
@@ -108,10 +42,7 @@ async fn a_worker_whose_database_path_is_cut_and_restored_delivers_every_email_o
     let mut worker = worker;
     assert!(worker.0.try_wait().unwrap().is_none(), "the worker exited:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
     let delivered: i64 = sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event = 'delivered'").fetch_one(&mail.app.pool).await.unwrap();
-    let mut arrivals: HashMap<String, usize> = HashMap::new();
-    for message in mail.sink.messages() {
-        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
-    }
+    let arrivals = arrivals(&mail.sink);
     assert_eq!(delivered, 60, "every email delivered");
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
     assert_eq!(arrivals.len(), 60);
@@ -150,74 +81,6 @@ async fn the_api_answers_503_with_retry_after_while_its_database_is_out_of_reach
     let emails_after: i64 = sqlx::query_scalar("SELECT count(*) FROM emails").fetch_one(&mail.app.pool).await.unwrap();
     assert_eq!(emails_after, emails_before, "the send answered 503 wrote nothing");
     drop(server);
-}
-
-/// Sends `count` batches of five, one every 100 ms, each retried with its `Idempotency-Key`
-/// until it is answered 200, as a careful client does; answers the statuses it saw on the way.
-async fn send_with_retries(client: reqwest::Client, base: String, key: String, prefix: &str, count: usize) -> HashMap<u16, usize> {
-    let mut statuses: HashMap<u16, usize> = HashMap::new();
-    for batch in 0..count {
-        let sends: Vec<Value> = (0..5).map(|i| Mail::message(&format!("{prefix}{batch}x{i}@inbox.test"))).collect();
-        let started = Instant::now();
-        loop {
-            let answer = client
-                .post(format!("{base}/emails/batch"))
-                .bearer_auth(&key)
-                .header("idempotency-key", format!("{prefix}-{batch}"))
-                .json(&sends)
-                .send()
-                .await;
-            let status = answer.map(|a| a.status().as_u16()).unwrap_or(0);
-            *statuses.entry(status).or_default() += 1;
-            if status == 200 {
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(60), "batch {batch} never accepted: {statuses:?}");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    statuses
-}
-
-/// Submits `count` messages to the inbound server, retrying a refused one as a sending MTA would;
-/// answers the subjects answered `250`.
-async fn receive_with_retries(port: u16, count: usize) -> Vec<String> {
-    let mut answered = Vec::new();
-    for i in 0..count {
-        let subject = format!("inbound {i}");
-        let raw = format!("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: {subject}\r\nMessage-ID: <in{i}@sender.test>\r\n\r\nHello.\r\n");
-        let started = Instant::now();
-        while tests::smtp::submit(port, "a@sender.test", "support@acme.test", raw.as_bytes()).await.is_err() {
-            assert!(started.elapsed() < Duration::from_secs(60), "{subject} never accepted");
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        answered.push(subject);
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-    answered
-}
-
-/// A segment of `contacts` readers; answers its id.
-async fn readers(app: &TestApp, contacts: usize) -> String {
-    app.patch("/team", json!({ "postal_address": { "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" } })).await;
-    let segment = app.post("/segments", json!({ "name": "Readers" })).await.body["id"].as_str().unwrap().to_string();
-    for i in 0..contacts {
-        let added = app.post("/contacts", json!({ "email": format!("reader{i}@inbox.test"), "segments": [{ "id": segment }] })).await;
-        assert_eq!(added.status, 201, "{}", added.body);
-    }
-    segment
-}
-
-/// A broadcast to the segment, sent (its pages fan out in the worker).
-async fn send_broadcast(app: &TestApp, segment: &str) {
-    let draft = json!({
-        "name": "News", "from": "Acme <news@acme.test>", "subject": "News", "segment_id": segment,
-        "html": "<p>Hello</p>", "text": "Hello",
-    });
-    let id = app.post("/broadcasts", draft).await.body["id"].as_str().unwrap().to_string();
-    let sent = app.post(&format!("/broadcasts/{id}/send"), json!({ "acknowledge_checks": true })).await;
-    assert_eq!(sent.status, 200, "{}", sent.body);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -293,10 +156,7 @@ async fn a_postgresql_restart_under_load_loses_nothing_sends_nothing_twice_and_e
     eprintln!("outcomes (count, span from first accepted to last settled): {outcomes:?}");
     let unexpected: Vec<_> = finals.iter().filter(|(_, state, reason)| state != "delivered" && reason.as_deref() != Some("ambiguous_submission")).collect();
     assert!(unexpected.is_empty(), "{unexpected:?}\n{}", worker_log());
-    let mut arrivals: HashMap<String, usize> = HashMap::new();
-    for message in mail.sink.messages() {
-        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
-    }
+    let arrivals = arrivals(&mail.sink);
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice");
     let delivered = finals.iter().filter(|(_, state, _)| state == "delivered").count();
     assert!(arrivals.len() >= delivered, "{} arrivals for {delivered} delivered", arrivals.len());
@@ -360,25 +220,8 @@ async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_los
     let finals: Vec<(String, Option<String>)> = sqlx::query_as("SELECT last_event, failed_reason FROM emails").fetch_all(&mail.app.pool).await.unwrap();
     assert!(finals.len() >= 6, "{finals:?}");
     assert!(finals.iter().all(|(state, reason)| state == "delivered" || reason.as_deref() == Some("ambiguous_submission")), "{finals:?}");
-    let mut arrivals: HashMap<String, usize> = HashMap::new();
-    for message in mail.sink.messages() {
-        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
-    }
+    let arrivals = arrivals(&mail.sink);
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
-}
-
-/// Opens connections to `url` as another client would until the server refuses one; answers them.
-async fn hog(url: &str) -> Vec<sqlx::PgConnection> {
-    use sqlx::ConnectOptions;
-    let options: sqlx::postgres::PgConnectOptions = url.parse::<sqlx::postgres::PgConnectOptions>().unwrap().application_name("hog");
-    let mut held = Vec::new();
-    loop {
-        match options.connect().await {
-            Ok(conn) => held.push(conn),
-            Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some("53300") => return held,
-            Err(error) => panic!("connecting a hog failed otherwise: {error}"),
-        }
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -409,9 +252,6 @@ async fn connection_slots_taken_by_another_client_answer_503_and_everything_resu
     let (pool, key, _dns) = (app.pool.clone(), app.key.clone(), app.dns.clone());
     app.shutdown().await;
     let send = |to: String| client.post(format!("{base}/emails")).bearer_auth(&key).json(&Mail::message(&to)).send();
-    let signal = |name: &str, child: &Running| {
-        assert!(Command::new("kill").arg(format!("-{name}")).arg(child.0.id().to_string()).status().unwrap().success());
-    };
     let (server, worker_ref) = (&_server, &worker);
     signal("STOP", server);
     signal("STOP", worker_ref);
@@ -459,39 +299,6 @@ async fn connection_slots_taken_by_another_client_answer_503_and_everything_resu
     assert_eq!(sink.messages().len(), 6);
 }
 
-/// Emails delivered so far (zero while the database is away).
-async fn delivered(pool: &sqlx::PgPool) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM emails WHERE last_event = 'delivered'").fetch_one(pool).await.unwrap_or(0)
-}
-
-/// Accepts `count` emails in batches of 100 through the API; answers how long that took.
-async fn backlog(mail: &Mail, prefix: &str, count: usize) -> Duration {
-    let started = Instant::now();
-    for first in (0..count).step_by(100) {
-        let sends: Vec<Value> = (first..(first + 100).min(count)).map(|i| Mail::message(&format!("{prefix}{i}@inbox.test"))).collect();
-        let answer = mail.app.post("/emails/batch", json!(sends)).await;
-        assert_eq!(answer.status, 200, "{}", answer.body);
-    }
-    started.elapsed()
-}
-
-/// Waits for `target` deliveries; answers the time to the first one past `baseline` and to all.
-async fn deliveries_from(pool: &sqlx::PgPool, baseline: i64, target: i64, limit: Duration) -> (Duration, Duration) {
-    let started = Instant::now();
-    let mut first = None;
-    loop {
-        let now = delivered(pool).await;
-        if now > baseline && first.is_none() {
-            first = Some(started.elapsed());
-        }
-        if now >= target {
-            return (first.unwrap_or_default(), started.elapsed());
-        }
-        assert!(started.elapsed() < limit, "{now} of {target} delivered after {limit:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// The outage figures of #22: a backlog (`HERALD_FAULTS_BACKLOG`, default 300; the issue's
 /// figure uses 5,000) drained by one worker with no outage, then the same backlog left waiting
 /// while PostgreSQL is stopped for 5 s under API traffic, measured from the moment it is back.
@@ -514,12 +321,11 @@ async fn a_backlog_waiting_through_a_postgresql_outage_drains_about_as_fast_as_w
     let (_server, base, _) = serve(&url);
     let client = reqwest::Client::builder().user_agent("herald-tests/1.0").timeout(Duration::from_secs(30)).build().unwrap();
     tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
-    let pause = |signal: &str| assert!(Command::new("kill").arg(format!("-{signal}")).arg(worker.0.id().to_string()).status().unwrap().success());
-    pause("STOP");
+    signal("STOP", &worker);
     backlog(&mail, "outage", size).await;
     let stopping = cluster.clone();
     tokio::task::spawn_blocking(move || stopping.stop()).await.unwrap();
-    pause("CONT");
+    signal("CONT", &worker);
     let mut statuses: HashMap<u16, usize> = HashMap::new();
     let down = Instant::now();
     while down.elapsed() < Duration::from_secs(5) {
@@ -541,9 +347,6 @@ async fn a_backlog_waiting_through_a_postgresql_outage_drains_about_as_fast_as_w
     assert!(statuses.get(&503).is_some(), "the outage was seen: {statuses:?}");
     assert!(back_first < Duration::from_secs(10), "the first delivery came {back_first:?} after PostgreSQL was back");
     assert!(back_all < calm_all * 3 + Duration::from_secs(10), "the backlog drained in {back_all:?} against {calm_all:?} with no outage");
-    let mut arrivals: HashMap<String, usize> = HashMap::new();
-    for message in mail.sink.messages() {
-        *arrivals.entry(message.header("Message-ID").unwrap()).or_default() += 1;
-    }
+    let arrivals = arrivals(&mail.sink);
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice");
 }
