@@ -79,7 +79,7 @@ pub struct Application {
 impl Application {
     /// Connects to the database and binds the listener (port 0 picks a free port).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let pool = schema::connect_waiting(&config.database_url, config.db_max_connections, config.db_acquire_timeout).await?;
+        let pool = schema::connect_when_up(&config.database_url, config.db_max_connections, config.db_acquire_timeout).await?;
         let relaxed = schema::connect_relaxed(&config.database_url, config.db_max_connections.div_ceil(2)).await?;
         Self::build_with(config, pool, relaxed).await
     }

@@ -337,7 +337,7 @@ async fn serve(with_workers: bool) -> anyhow::Result<()> {
 async fn inbound() -> anyhow::Result<()> {
     let config = Config::from_env()?;
     let addr = config.smtp_addr.unwrap_or_else(|| ([127, 0, 0, 1], 2525).into());
-    let pool = schema::connect(&config.database_url, config.db_max_connections).await?;
+    let pool = schema::connect_when_up(&config.database_url, config.db_max_connections, schema::WORKER_ACQUIRE_TIMEOUT).await?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     tracing::info!(%addr, "inbound SMTP");
     jobs::inbound::serve(pool, config.inbound()?, listener, shutdown_signal()).await
@@ -345,7 +345,7 @@ async fn inbound() -> anyhow::Result<()> {
 
 async fn work() -> anyhow::Result<()> {
     let config = Config::from_env()?;
-    let pool = schema::connect(&config.database_url, jobs::runtime::pool_size(config.db_max_connections)).await?;
+    let pool = schema::connect_when_up(&config.database_url, jobs::runtime::pool_size(config.db_max_connections), schema::WORKER_ACQUIRE_TIMEOUT).await?;
     tracing::info!("running job workers");
     jobs::run(pool, worker_options(&config, config.domain_checker()?), shutdown_signal()).await
 }

@@ -73,6 +73,29 @@ pub const WORKER_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// lookups, request logs) fails open or is dropped rather than holding a request.
 pub const RELAXED_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// As [`connect_waiting`], for a process that may start before its database (a container
+/// started beside PostgreSQL, a host rebooting): while PostgreSQL is out of reach
+/// ([`is_unavailable`]) the connection is tried again every second, with a warning, for up to
+/// five minutes; any other error (a wrong URL, a refused password) fails at once.
+pub async fn connect_when_up(url: &str, max_connections: u32, acquire_timeout: Duration) -> anyhow::Result<PgPool> {
+    use sqlx::ConnectOptions;
+    let options = PgConnectOptions::from_str(url)?;
+    let started = std::time::Instant::now();
+    loop {
+        match options.connect().await {
+            Ok(probe) => {
+                let _ = sqlx::Connection::close(probe).await;
+                return connect_waiting(url, max_connections, acquire_timeout).await;
+            }
+            Err(error) if started.elapsed() < Duration::from_secs(300) && is_unavailable(&error) => {
+                tracing::warn!(%error, "PostgreSQL is not reachable yet; trying again in 1 s");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
 /// As [`connect`], giving up on a connection after `acquire_timeout` (a request path answers
 /// `503` then, well within a client's patience).
 pub async fn connect_waiting(url: &str, max_connections: u32, acquire_timeout: Duration) -> anyhow::Result<PgPool> {

@@ -350,3 +350,29 @@ async fn a_backlog_waiting_through_a_postgresql_outage_drains_about_as_fast_as_w
     let arrivals = arrivals(&mail.sink);
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_while_postgresql_is_down_waits_for_it_and_then_delivers() {
+    let cluster = std::sync::Arc::new(Cluster::start(100));
+    let url = cluster.migrated_database("herald").await;
+    let mail = mail::setup_without_workers_on(&url, SmtpSink::start().await, |_| {}).await;
+    let stopping = cluster.clone();
+    tokio::task::spawn_blocking(move || stopping.stop()).await.unwrap();
+    let log = std::env::temp_dir().join(format!("herald-faults-early-{}.log", std::process::id()));
+    let mut command = mail.worker_command(&[("HERALD_LOG", "warn")]);
+    command.stderr(std::fs::File::create(&log).unwrap());
+    let mut worker = Running(command.spawn().unwrap());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(worker.0.try_wait().unwrap().is_none(), "the worker gave up:\n{}", std::fs::read_to_string(&log).unwrap_or_default());
+    assert!(std::fs::read_to_string(&log).unwrap_or_default().contains("PostgreSQL is not reachable yet"), "it says why it waits");
+
+    let resuming = cluster.clone();
+    tokio::task::spawn_blocking(move || resuming.resume()).await.unwrap();
+    let id = tests::eventually(|| async {
+        let answer = mail.app.post("/emails", Mail::message("early@inbox.test")).await;
+        (answer.status == 200).then(|| answer.body["id"].as_str().unwrap().to_string())
+    })
+    .await;
+    mail.wait_for_event(&id, "delivered").await;
+    assert!(worker.0.try_wait().unwrap().is_none(), "the same worker delivered it");
+}
