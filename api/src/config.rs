@@ -124,6 +124,9 @@ pub struct Config {
     /// server waits for a command (default 300) and for each chunk of message data (default 180).
     pub smtp_command_timeout_seconds: u64,
     pub smtp_data_timeout_in_seconds: u64,
+    /// `HERALD_INBOUND_COMMIT_TIMEOUT_SECONDS`: how long the inbound server waits for the
+    /// transaction that stores a message before answering `451` (default 30).
+    pub inbound_commit_timeout_seconds: u64,
     /// `HERALD_CLAMD_ADDR`: a clamd (`host:port`) that scans each received message; unset, no
     /// scanning.
     pub clamd_addr: Option<String>,
@@ -192,6 +195,7 @@ impl Config {
             smtp_max_messages_per_connection: number("HERALD_SMTP_MAX_MESSAGES_PER_CONNECTION", "1000")?.max(1.0) as usize,
             smtp_command_timeout_seconds: number("HERALD_SMTP_COMMAND_TIMEOUT_SECONDS", "300")?.max(1.0) as u64,
             smtp_data_timeout_in_seconds: number("HERALD_SMTP_DATA_TIMEOUT_SECONDS_IN", "180")?.max(1.0) as u64,
+            inbound_commit_timeout_seconds: number("HERALD_INBOUND_COMMIT_TIMEOUT_SECONDS", "30")?.max(1.0) as u64,
             clamd_addr: lookup("HERALD_CLAMD_ADDR").filter(|v| !v.is_empty()),
             smtp_relay,
             mx_port: number("HERALD_MX_PORT", "25")? as u16,
@@ -289,6 +293,7 @@ impl Config {
             max_messages_per_connection: self.smtp_max_messages_per_connection,
             command_timeout: Duration::from_secs(self.smtp_command_timeout_seconds),
             data_timeout: Duration::from_secs(self.smtp_data_timeout_in_seconds),
+            commit_timeout: Duration::from_secs(self.inbound_commit_timeout_seconds),
             tls,
             clamd: self.clamd_addr.clone(),
         })

@@ -7,7 +7,7 @@
 //! idle tasks when runs fall due.
 
 use crate::compose::{Addressee, Composer, Origin, Sender, property_fallbacks, template_defaults};
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use render::Compiled;
 use schema::automation::{self, Action, Branch, ContactChange, Graph, Step};
 use schema::email::Mailbox;
@@ -434,8 +434,8 @@ impl Executor {
             StepError::Retry(error) if locked.attempts + 1 >= MAX_ATTEMPTS => Some(format!("the step kept failing: {error}")),
             StepError::Retry(error) => {
                 tracing::warn!(%error, run_id = %run.id, "an automation step failed; trying again");
-                let wait = TimeDelta::seconds(1 << locked.attempts.clamp(0, 10));
-                automations::retry_at(&mut tx, run.id, Utc::now() + wait).await?;
+                let wait = std::time::Duration::from_secs(1 << locked.attempts.clamp(0, 10));
+                automations::retry_after(&mut tx, run.id, wait).await?;
                 None
             }
         };

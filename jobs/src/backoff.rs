@@ -28,10 +28,9 @@ pub fn retry_delay(attempt: usize, error: &anyhow::Error) -> Duration {
 /// record as the failure.
 pub async fn retry_later(pool: &PgPool, id: &PgTaskId, attempt: usize, error: anyhow::Error) -> BoxDynError {
     let wait = retry_delay(attempt, &error);
-    let run_at = chrono::Utc::now() + chrono::Duration::from_std(wait).unwrap_or_default();
     let postponed = async {
         let mut conn = pool.acquire().await?;
-        schema::store::jobs::postpone(&mut conn, &id.to_string(), run_at).await
+        schema::store::jobs::postpone(&mut conn, &id.to_string(), wait).await
     }
     .await;
     if let Err(postpone_error) = postponed {

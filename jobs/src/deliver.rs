@@ -510,10 +510,10 @@ async fn record(conn: &mut PgConnection, settings: &DeliverySettings, submitted:
     }
     events::emit(conn, &new_events).await?;
     for (email_id, wait) in retries {
-        schema::jobs::enqueue_at(conn, &Deliver { email_id }, SystemTime::now() + wait).await?;
+        schema::jobs::enqueue_after(conn, &Deliver { email_id }, wait).await?;
     }
     for email_id in ambiguous_emails {
-        schema::jobs::enqueue_at(conn, &ResolveAmbiguous { email_id }, SystemTime::now() + settings.ambiguous_window).await?;
+        schema::jobs::enqueue_after(conn, &ResolveAmbiguous { email_id }, settings.ambiguous_window).await?;
     }
     for domain_id in sent_domains {
         domains::mark_sent(conn, domain_id, Utc::now()).await?;

@@ -6,9 +6,9 @@
 use crate::deliver::Delivery;
 use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
-use apalis::prelude::{BackendExt, Monitor, WorkerBuilder, WorkerBuilderExt};
-use apalis_postgres::{Config, PostgresStorage};
-use schema::jobs::{Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, Job, ResolveAmbiguous, SendBroadcast};
+use apalis::prelude::Monitor;
+use apalis_postgres::Config;
+use schema::jobs::{Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -61,34 +61,48 @@ pub const HEARTBEAT: Duration = Duration::from_secs(5);
 
 /// A name unique to this process and queue, so a restarted process never inherits a dead
 /// one's claim on its jobs.
-fn worker_name(queue: &str) -> String {
+pub fn worker_name(queue: &str) -> String {
     let suffix: u32 = rand::random();
     format!("{queue}-{}-{suffix:08x}", std::process::id())
 }
 
-fn storage_config(queue: &str, batch: usize) -> Config {
+/// The storage settings of queue `queue`, fetching `batch` jobs at a time.
+pub fn storage_config(queue: &str, batch: usize) -> Config {
     Config::default().queue(queue).heartbeat_interval(HEARTBEAT).missed_heartbeats(6).batch_size(batch)
 }
 
-/// Registers a worker for job type `$job` running `$handler` with `$concurrency` jobs at once
-/// and the given shared data.
+/// What [`queue_worker!`] builds with, for its expansion in other crates (the tests register a
+/// handler of their own on a real queue with it).
+#[doc(hidden)]
+pub mod worker {
+    pub use super::{POLL, storage_config, worker_name};
+    pub use apalis::prelude::{BackendExt, BoxDynError, Monitor, WorkerBuilder, WorkerBuilderExt};
+    pub use apalis_postgres::PostgresStorage;
+    pub use schema::jobs::Job;
+}
+
+/// Registers on `$monitor` a worker for job type `$job` running `$handler` with `$concurrency`
+/// jobs at once and the given shared data: woken by LISTEN/NOTIFY, polling every [`POLL`], and
+/// catching a panic as the job's failure.
+#[macro_export]
 macro_rules! queue_worker {
     ($monitor:expr, $pool:expr, $job:ty, $concurrency:expr, $handler:expr, [$($data:ident),*]) => {{
+        use $crate::runtime::worker::{BackendExt as _, WorkerBuilderExt as _};
         let pool = $pool.clone();
         let concurrency = $concurrency;
         $(let $data = $data.clone();)*
         $monitor.register(move |_restarts| {
-            WorkerBuilder::new(worker_name(<$job>::QUEUE))
+            $crate::runtime::worker::WorkerBuilder::new($crate::runtime::worker::worker_name(<$job as $crate::runtime::worker::Job>::QUEUE))
                 .backend(
-                    PostgresStorage::<$job>::new(&pool)
-                        .with_config(storage_config(<$job>::QUEUE, concurrency.max(10)))
+                    $crate::runtime::worker::PostgresStorage::<$job>::new(&pool)
+                        .with_config($crate::runtime::worker::storage_config(<$job as $crate::runtime::worker::Job>::QUEUE, concurrency.max(10)))
                         .with_pubsub()
-                        .poll_with_interval(POLL),
+                        .poll_with_interval($crate::runtime::worker::POLL),
                 )
                 .data(pool.clone())
                 $(.data($data.clone()))*
                 .concurrency(concurrency)
-                // A panic is the job's failure (aborted, not retried), never the worker's.
+                // A panic is the job's failure (killed, not retried: see docs/decisions.md), never the worker's.
                 .catch_panic()
                 .build($handler)
         })

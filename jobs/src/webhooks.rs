@@ -174,15 +174,8 @@ async fn attempt(client: &reqwest::Client, settings: &WebhookSettings, due: Due)
         Err(error) => (None, Some(error), None),
     };
     let succeeded = status_code.is_some_and(|code| (200..300).contains(&code));
-    let retry_at = if succeeded || due.replaying {
-        None
-    } else {
-        settings
-            .retry_schedule
-            .get(due.attempts.max(0) as usize)
-            .map(|wait| Utc::now() + chrono::Duration::from_std(*wait).unwrap_or_default())
-    };
-    Attempt { delivery_id: due.delivery_id, replay: due.replaying, endpoint_id: due.endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_at }
+    let retry_after = if succeeded || due.replaying { None } else { settings.retry_schedule.get(due.attempts.max(0) as usize).copied() };
+    Attempt { delivery_id: due.delivery_id, replay: due.replaying, endpoint_id: due.endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_after }
 }
 
 async fn post(client: &reqwest::Client, settings: &WebhookSettings, due: &Due, signed: Signed) -> Result<(u16, String), String> {

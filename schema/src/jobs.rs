@@ -1,9 +1,8 @@
 //! Job payloads and `enqueue`: a job is committed by the caller's transaction or not at all.
 //! Jobs carry ids, not data; their handlers (in the `jobs` crate) reload state.
 
-use apalis::prelude::TaskBuilder;
 use apalis_postgres::PgTaskId as TaskId;
-use apalis_postgres::{PgTask, PostgresStorage};
+use apalis_postgres::PostgresStorage;
 use serde::{Serialize, de::DeserializeOwned};
 use sqlx::{PgConnection, PgPool};
 use std::time::{Duration, SystemTime};
@@ -129,48 +128,77 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
     }
 }
 
+/// When a job first runs. Waits are counted on PostgreSQL's clock, not this process's, so a
+/// process whose clock is off (a jump, a drifting host) neither delays nor hurries its jobs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RunAt {
+    /// As soon as a worker is free.
+    Now,
+    /// This long after the enqueueing transaction began.
+    After(Duration),
+    /// At a moment the team chose (a scheduled send or broadcast).
+    At(SystemTime),
+}
+
 /// Enqueues `job` to run now, inside the caller's transaction.
 pub async fn enqueue<J: Job>(conn: &mut PgConnection, job: &J) -> Result<TaskId, EnqueueError> {
-    enqueue_at(conn, job, SystemTime::now()).await
+    enqueue_when(conn, job, RunAt::Now).await
 }
 
-/// Enqueues `job` to run at `run_at` (whole seconds), inside the caller's transaction.
+/// Enqueues `job` to run at `run_at`, a moment the team chose, inside the caller's transaction.
 pub async fn enqueue_at<J: Job>(conn: &mut PgConnection, job: &J, run_at: SystemTime) -> Result<TaskId, EnqueueError> {
-    let payload = serde_json::to_vec(job).map_err(|e| EnqueueError(e.to_string()))?;
-    let id = TaskId::from_ulid(ulid::Ulid::generate());
-    let task: PgTask = TaskBuilder::new(payload)
-        .task_id(id.clone())
-        .max_attempts(J::MAX_ATTEMPTS)
-        .run_at_time(run_at)
-        .build();
-    apalis_postgres::queries::push_tasks(conn, J::QUEUE, vec![task])
-        .await
-        .map_err(|e| EnqueueError(e.to_string()))?;
-    Ok(id)
-}
-
-/// Enqueues many jobs of one type in one statement, each at its own time.
-pub async fn enqueue_many<J: Job>(conn: &mut PgConnection, jobs: &[(J, SystemTime)]) -> Result<(), EnqueueError> {
-    if jobs.is_empty() {
-        return Ok(());
-    }
-    let mut tasks = Vec::with_capacity(jobs.len());
-    for (job, run_at) in jobs {
-        let payload = serde_json::to_vec(job).map_err(|e| EnqueueError(e.to_string()))?;
-        tasks.push(
-            TaskBuilder::new(payload)
-                .task_id(TaskId::from_ulid(ulid::Ulid::generate()))
-                .max_attempts(J::MAX_ATTEMPTS)
-                .run_at_time(*run_at)
-                .build(),
-        );
-    }
-    apalis_postgres::queries::push_tasks(conn, J::QUEUE, tasks).await.map_err(|e| EnqueueError(e.to_string()))
+    enqueue_when(conn, job, RunAt::At(run_at)).await
 }
 
 /// Enqueues `job` after `delay`.
 pub async fn enqueue_after<J: Job>(conn: &mut PgConnection, job: &J, delay: Duration) -> Result<TaskId, EnqueueError> {
-    enqueue_at(conn, job, SystemTime::now() + delay).await
+    enqueue_when(conn, job, RunAt::After(delay)).await
+}
+
+async fn enqueue_when<J: Job>(conn: &mut PgConnection, job: &J, when: RunAt) -> Result<TaskId, EnqueueError> {
+    let id = TaskId::from_ulid(ulid::Ulid::generate());
+    insert::<J>(conn, vec![(id.clone(), job, when)]).await?;
+    Ok(id)
+}
+
+/// Enqueues many jobs of one type in one statement, each at its own time.
+pub async fn enqueue_many<J: Job>(conn: &mut PgConnection, jobs: &[(J, RunAt)]) -> Result<(), EnqueueError> {
+    if jobs.is_empty() {
+        return Ok(());
+    }
+    insert::<J>(conn, jobs.iter().map(|(job, when)| (TaskId::from_ulid(ulid::Ulid::generate()), job, *when)).collect()).await
+}
+
+/// One insert for `jobs`, in the table and shape apalis reads (its own `push_tasks`, with the
+/// run time taken from PostgreSQL's clock where it is relative).
+async fn insert<J: Job>(conn: &mut PgConnection, jobs: Vec<(TaskId, &J, RunAt)>) -> Result<(), EnqueueError> {
+    let (mut ids, mut payloads, mut moments, mut waits) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (id, job, when) in jobs {
+        ids.push(id.to_string());
+        payloads.push(serde_json::to_vec(job).map_err(|e| EnqueueError(e.to_string()))?);
+        let (at, wait) = match when {
+            RunAt::Now => (None, 0.0),
+            RunAt::After(delay) => (None, delay.as_secs_f64()),
+            RunAt::At(at) => (Some(chrono::DateTime::<chrono::Utc>::from(at)), 0.0),
+        };
+        moments.push(at);
+        waits.push(wait);
+    }
+    sqlx::query(
+        "INSERT INTO apalis.jobs (id, job_type, job, status, attempts, max_attempts, run_at, priority)
+         SELECT id, $2, job, 'Pending', 0, $3, coalesce(at, now() + make_interval(secs => wait)), 0
+           FROM unnest($1::text[], $4::bytea[], $5::timestamptz[], $6::float8[]) AS j(id, job, at, wait)",
+    )
+    .bind(&ids)
+    .bind(J::QUEUE)
+    .bind(J::MAX_ATTEMPTS as i32)
+    .bind(&payloads)
+    .bind(&moments)
+    .bind(&waits)
+    .execute(conn)
+    .await
+    .map_err(|e| EnqueueError(e.to_string()))?;
+    Ok(())
 }
 
 /// Enqueueing failed (the caller's transaction should roll back).
@@ -183,5 +211,6 @@ pub struct EnqueueError(String);
 pub async fn setup(pool: &PgPool) -> anyhow::Result<()> {
     PostgresStorage::setup(pool).await?;
     crate::store::metrics::create_job_index(pool).await?;
+    crate::store::jobs::guard_queue_tables(pool).await?;
     Ok(())
 }

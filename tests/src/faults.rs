@@ -28,24 +28,36 @@ pub fn serve(database_url: &str) -> (Running, String, std::path::PathBuf) {
 
 /// As [`serve`], with `extra` settings.
 pub fn serve_with(database_url: &str, extra: &[(&str, &str)]) -> (Running, String, std::path::PathBuf) {
+    let limits = [("HERALD_RATE_LIMIT_CAPACITY", "1000"), ("HERALD_RATE_LIMIT_REFILL", "1000")];
+    let (server, port, log) = herald(&["serve", "--no-worker"], "HERALD_HTTP_ADDR", database_url, &[&limits[..], extra].concat());
+    (server, format!("http://127.0.0.1:{port}"), log)
+}
+
+/// A `herald inbound` process on `database_url` with `extra` settings; answers it, its SMTP
+/// port and its log file.
+pub fn inbound_with(database_url: &str, extra: &[(&str, &str)]) -> (Running, u16, std::path::PathBuf) {
+    herald(&["inbound"], "HERALD_SMTP_ADDR", database_url, extra)
+}
+
+/// `herald <args>` listening at a free loopback port named by `address_variable`, in test mode
+/// with warnings logged to a file; answers it, its port and its log file.
+fn herald(args: &[&str], address_variable: &str, database_url: &str, extra: &[(&str, &str)]) -> (Running, u16, std::path::PathBuf) {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log = std::env::temp_dir().join(format!("herald-faults-api-{port}.log"));
-    let server = Running(
+    let log = std::env::temp_dir().join(format!("herald-faults-{}-{port}.log", args[0]));
+    let process = Running(
         Command::new(crate::herald_binary())
-            .args(["serve", "--no-worker"])
+            .args(args)
             .env("DATABASE_URL", database_url)
-            .env("HERALD_HTTP_ADDR", format!("127.0.0.1:{port}"))
+            .env(address_variable, format!("127.0.0.1:{port}"))
             .env("HERALD_ENV", "test")
             .env("HERALD_LOG", "warn")
-            .env("HERALD_RATE_LIMIT_CAPACITY", "1000")
-            .env("HERALD_RATE_LIMIT_REFILL", "1000")
             .envs(extra.iter().copied())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap(),
     );
-    (server, format!("http://127.0.0.1:{port}"), log)
+    (process, port, log)
 }
 
 /// Emails of this test's database not yet in a final state.
@@ -205,3 +217,14 @@ pub fn signal(name: &str, child: &Running) {
     assert!(Command::new("kill").arg(format!("-{name}")).arg(child.0.id().to_string()).status().unwrap().success());
 }
 
+
+/// libfaketime (Debian's `libfaketime`, installed by `scripts/test`).
+const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+
+/// Settings that start a process with its wall clock `offset` from the host's (`+1h`, `-1h`),
+/// as a host whose clock jumped or drifted; its monotonic clock is left alone, as a jump
+/// leaves it (timers and timeouts run on that one).
+pub fn clock_off(offset: &str) -> Vec<(&'static str, String)> {
+    assert!(std::path::Path::new(LIBFAKETIME).exists(), "{LIBFAKETIME} is missing: scripts/test installs libfaketime");
+    vec![("LD_PRELOAD", LIBFAKETIME.to_string()), ("FAKETIME", offset.to_string()), ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_string())]
+}

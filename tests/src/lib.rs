@@ -52,6 +52,7 @@ fn template_name() -> String {
         material.push_str(&migration.version.to_string());
         material.push_str(&String::from_utf8_lossy(&migration.checksum));
     }
+    material.push_str(&schema::store::jobs::QUEUE_GUARDS.concat());
     material.push_str(env!("CARGO_PKG_VERSION"));
     format!("herald_tpl_{}", &schema::secret::digest_hex(material.as_bytes())[..16])
 }

@@ -1,4 +1,4 @@
-//! A TCP proxy between Herald and PostgreSQL that a fault test can break the way networks
+//! A TCP proxy between Herald and PostgreSQL (or a mail server, or a webhook receiver) that a fault test can break the way networks
 //! break: **cut** (every open connection closed, new ones accepted and closed at once, as when
 //! the path goes away), **stall** (connections stay open but no byte passes either way, as
 //! when a link or a firewall silently drops packets), and **slow** (every chunk delayed).
@@ -85,6 +85,12 @@ impl Proxy {
             }
         });
         Proxy { addr, cut, generation, passage }
+    }
+
+    /// Where the proxy listens (for a peer that is not a database: an SMTP server, a webhook
+    /// receiver).
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
     }
 
     /// `url` (a PostgreSQL URL to 127.0.0.1:5432 or localhost:5432) through this proxy.

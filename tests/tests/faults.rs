@@ -187,6 +187,13 @@ async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_los
     let client = reqwest::Client::builder().user_agent("herald-tests/1.0").timeout(Duration::from_secs(30)).build().unwrap();
     let send = |to: String| client.post(format!("{base}/emails")).bearer_auth(&mail.app.key).json(&Mail::message(&to)).send();
     tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    // An inbound server on the same path, waiting 3 s for a lookup or a commit.
+    let domain = mail.domain["id"].as_str().unwrap();
+    assert_eq!(mail.app.patch(&format!("/domains/{domain}"), json!({ "capabilities": { "receiving": "enabled" } })).await.status, 200);
+    let (_inbound, smtp_port, inbound_log) = inbound_with(&through, &[("HERALD_INBOUND_COMMIT_TIMEOUT_SECONDS", "3")]);
+    let message = |subject: &str| format!("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: {subject}\r\nMessage-ID: <{subject}@sender.test>\r\n\r\nHello.\r\n");
+    let submit = |subject: &'static str| async move { tests::smtp::submit(smtp_port, "a@sender.test", "support@acme.test", message(subject).as_bytes()).await };
+    tests::eventually(|| async { submit("before-stall").await.ok() }).await;
 
     // Slowed (20 ms per chunk each way): slower answers, all of them 200.
     proxy.slow(Duration::from_millis(20));
@@ -207,6 +214,11 @@ async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_los
     assert!(started.elapsed() < Duration::from_secs(6), "answered after {:?}", started.elapsed());
     let ready = client.get(format!("{base}/ready")).send().await.unwrap();
     assert_eq!(ready.status(), 503, "readiness fails while the database does not answer");
+    // A message offered meanwhile is answered 451 at the inbound server's 3 s bound, not held.
+    let started = Instant::now();
+    let refused = submit("during-stall").await;
+    assert!(refused.is_err(), "a message was accepted while nothing could be stored: {refused:?}");
+    assert!(started.elapsed() < Duration::from_secs(8), "answered after {:?}\n{}", started.elapsed(), std::fs::read_to_string(&inbound_log).unwrap_or_default());
     tokio::time::sleep(Duration::from_secs(4)).await;
 
     // Restored: the held bytes flow, requests answer 200 again, and every accepted email is
@@ -222,6 +234,10 @@ async fn a_slowed_then_stalled_database_path_answers_503_at_the_deadline_and_los
     assert!(finals.iter().all(|(state, reason)| state == "delivered" || reason.as_deref() == Some("ambiguous_submission")), "{finals:?}");
     let arrivals = arrivals(&mail.sink);
     assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
+    // The sender's retry of the refused message is stored.
+    tests::eventually(|| async { submit("during-stall").await.ok() }).await;
+    let stored: Vec<String> = sqlx::query_scalar("SELECT subject FROM received_emails").fetch_all(&mail.app.pool).await.unwrap();
+    assert!(["before-stall", "during-stall"].iter().all(|s| stored.iter().any(|t| t == s)), "{stored:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -375,4 +391,136 @@ async fn a_worker_started_while_postgresql_is_down_waits_for_it_and_then_deliver
     .await;
     mail.wait_for_event(&id, "delivered").await;
     assert!(worker.0.try_wait().unwrap().is_none(), "the same worker delivered it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slowed_then_cut_mail_server_and_webhook_receiver_cost_retries_and_never_a_lost_or_doubled_email_or_event() {
+    let mail = mail::setup_without_workers(SmtpSink::start().await, |config| config.webhook_allow_private = true).await;
+    let app = &mail.app;
+    // Both peers sit behind a proxy the test slows and cuts.
+    let smtp = Proxy::start(mail.sink.addr()).await;
+    let receiver = Receiver::start().await;
+    let hooks = Proxy::start(receiver.addr).await;
+    let endpoint = format!("http://{}/hook", hooks.addr());
+    let hook = app.post("/webhooks", json!({ "endpoint": endpoint, "events": ["email.delivered"] })).await;
+    assert_eq!(hook.status, 201, "{}", hook.body);
+    let log = std::env::temp_dir().join(format!("herald-faults-peers-{}.log", std::process::id()));
+    let mut command = mail.worker_command(&[
+        ("HERALD_MX_PORT", &smtp.addr().port().to_string()),
+        ("HERALD_DELIVERY_RETRY_SCHEDULE", "1s,2s,2s,4s,4s,8s"),
+        ("HERALD_WEBHOOK_ALLOW_PRIVATE", "true"),
+        ("HERALD_WEBHOOK_RETRY_SCHEDULE", "1s,1s,2s,2s,4s,4s,8s"),
+        ("HERALD_LOG", "warn"),
+    ]);
+    command.stderr(std::fs::File::create(&log).unwrap());
+    let _worker = Running(command.spawn().unwrap());
+    let worker_log = || std::fs::read_to_string(&log).unwrap_or_default();
+
+    send_batch(&mail, 0, 20).await;
+    // Slowed: 50 ms per chunk each way, on the mail server and on the receiver.
+    smtp.slow(Duration::from_millis(50));
+    hooks.slow(Duration::from_millis(50));
+    send_batch(&mail, 20, 20).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Cut: both unreachable for 8 s, open conversations closed mid-way, while sends go on.
+    smtp.cut();
+    hooks.cut();
+    send_batch(&mail, 40, 20).await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    smtp.restore();
+    hooks.restore();
+    let back = drained(&mail, Duration::from_secs(60), &log).await;
+    eprintln!("every email final {back:?} after the peers came back");
+
+    // Each email is delivered, or failed only where a cut left its submission ambiguous; none
+    // reached the server twice.
+    let finals: Vec<(String, String, Option<String>)> =
+        sqlx::query_as("SELECT id::text, last_event, failed_reason FROM emails").fetch_all(&app.pool).await.unwrap();
+    assert_eq!(finals.len(), 60);
+    let unexpected: Vec<_> = finals.iter().filter(|(_, state, reason)| state != "delivered" && reason.as_deref() != Some("ambiguous_submission")).collect();
+    assert!(unexpected.is_empty(), "{unexpected:?}\n{}", worker_log());
+    let arrivals = arrivals(&mail.sink);
+    assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
+    let delivered: std::collections::HashSet<String> = finals.iter().filter(|(_, state, _)| state == "delivered").map(|(id, _, _)| id.clone()).collect();
+    assert!(arrivals.len() >= delivered.len(), "{} arrivals for {} delivered", arrivals.len(), delivered.len());
+    eprintln!("delivered {}, ambiguous {}", delivered.len(), finals.len() - delivered.len());
+
+    // Every delivered event reached the receiver (a retry after a cut answer may repeat one).
+    let started = Instant::now();
+    loop {
+        let reached: std::collections::HashSet<String> =
+            receiver.deliveries("/hook").iter().filter_map(|d| d.json()["data"]["email_id"].as_str().map(str::to_string)).collect();
+        if reached == delivered {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "{} of {} events reached the receiver\n{}", reached.len(), delivered.len(), worker_log());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_whose_clocks_are_an_hour_ahead_or_behind_postgresqls_deliver_and_retry_on_time_and_never_twice() {
+    let mail = mail::setup_without_workers(SmtpSink::start().await, |_| {}).await;
+    let app = &mail.app;
+    let (ahead, behind) = (clock_off("+1h"), clock_off("-1h"));
+    let settings = |clock: &[(&'static str, String)]| -> Vec<(&'static str, String)> {
+        let mut all = clock.to_vec();
+        all.extend([("HERALD_DELIVERY_RETRY_SCHEDULE", "1s,2s,4s,8s".to_string()), ("HERALD_LOG", "warn".to_string())]);
+        all
+    };
+    let mut logs = Vec::new();
+    let mut workers = Vec::new();
+    for (name, clock) in [("ahead", &ahead), ("behind", &behind)] {
+        let owned = settings(clock);
+        let pairs: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let log = std::env::temp_dir().join(format!("herald-faults-clock-{name}-{}.log", std::process::id()));
+        let mut command = mail.worker_command(&pairs);
+        command.stderr(std::fs::File::create(&log).unwrap());
+        workers.push(Running(command.spawn().unwrap()));
+        logs.push(log);
+    }
+    let printed = || logs.iter().map(|log| std::fs::read_to_string(log).unwrap_or_default()).collect::<Vec<_>>().join("\n");
+    // Each worker registered on PostgreSQL's clock: none looks an hour dead (its jobs would be
+    // taken from it) or an hour alive.
+    let registered = tests::eventually(|| async {
+        let rows: Vec<f64> = sqlx::query_scalar("SELECT extract(epoch FROM now() - last_seen)::float8 FROM apalis.workers").fetch_all(&app.pool).await.unwrap();
+        (rows.len() >= 2 * jobs::runtime::QUEUES as usize).then_some(rows)
+    })
+    .await;
+    assert!(registered.iter().all(|age| age.abs() < 30.0), "worker ages on PostgreSQL's clock: {registered:?}");
+
+    // Sends accepted by an API process whose clock runs an hour ahead; ten recipients defer the first attempts.
+    let pairs: Vec<(&str, &str)> = ahead.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let (_server, base, api_log) = serve_with(&app.database_url, &pairs);
+    for i in 0..10 {
+        mail.sink.set_behavior(&format!("late{i}@inbox.test"), tests::smtp::Behavior::TempFail);
+    }
+    let client = reqwest::Client::builder().user_agent("herald-tests/1.0").build().unwrap();
+    tests::eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    let sends: Vec<Value> = (0..30).map(|i| Mail::message(&format!("user{i}@inbox.test"))).chain((0..10).map(|i| Mail::message(&format!("late{i}@inbox.test")))).collect();
+    let answer = client.post(format!("{base}/emails/batch")).bearer_auth(&app.key).json(&sends).send().await.unwrap();
+    assert_eq!(answer.status(), 200, "{}\n{}", answer.text().await.unwrap(), std::fs::read_to_string(&api_log).unwrap_or_default());
+
+    // Delivered at once, not an hour later; the deferred ten retried a second later, not an hour.
+    let started = Instant::now();
+    while delivered(&app.pool).await < 30 {
+        assert!(started.elapsed() < Duration::from_secs(20), "{} delivered\n{}", delivered(&app.pool).await, printed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The ten were each deferred (their first attempts may finish after the thirty).
+    tests::eventually(|| async {
+        let delayed: i64 = sqlx::query_scalar("SELECT count(DISTINCT email_id) FROM events WHERE type = 'email.delivery_delayed'").fetch_one(&app.pool).await.unwrap();
+        (delayed == 10).then_some(())
+    })
+    .await;
+    for i in 0..10 {
+        mail.sink.set_behavior(&format!("late{i}@inbox.test"), tests::smtp::Behavior::Accept);
+    }
+    let back = drained(&mail, Duration::from_secs(20), &logs[0]).await;
+    eprintln!("the deferred ten were delivered {back:?} after their recipients accepted");
+    assert_eq!(delivered(&app.pool).await, 40, "{}", printed());
+    let arrivals = arrivals(&mail.sink);
+    assert_eq!(arrivals.len(), 40);
+    assert!(arrivals.values().all(|&n| n == 1), "an email arrived twice: {arrivals:?}");
+    drop(workers);
 }

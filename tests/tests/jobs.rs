@@ -159,3 +159,43 @@ async fn a_job_whose_payload_no_longer_parses_fails_with_the_reason_and_the_queu
     assert_eq!(failed, 1, "the poison job is among the failed ones herald jobs lists");
     app.shutdown().await;
 }
+
+/// A handler with a bug: it panics on the job of the epoch's period, every time.
+async fn panics_on_the_epoch(job: Housekeeping) -> Result<(), jobs::runtime::worker::BoxDynError> {
+    if job.period.timestamp() == 0 {
+        panic!("a poison job");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_job_that_panics_every_time_is_killed_with_the_panic_and_the_queue_goes_on() {
+    let app = TestApp::spawn().await;
+    let poison = Housekeeping { period: chrono::DateTime::UNIX_EPOCH };
+    let poison = enqueue(&mut *app.pool.acquire().await.unwrap(), &poison).await.unwrap().to_string();
+    enqueue(&mut *app.pool.acquire().await.unwrap(), &job()).await.unwrap();
+    // The handler runs on the queue exactly as the real workers are built (tokio's default hook
+    // still prints the panic; the worker catches it).
+    let monitor = jobs::queue_worker!(jobs::runtime::worker::Monitor::new(), app.pool, Housekeeping, 2, panics_on_the_epoch, []);
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let running = tokio::spawn(monitor.run_with_signal(async move {
+        let _ = stopped.wait_for(|stop| *stop).await;
+        Ok(())
+    }));
+
+    let killed = eventually(|| async {
+        let row: (String, i32, Option<String>) =
+            sqlx::query_as("SELECT status, attempts, last_result::text FROM apalis.jobs WHERE id = $1").bind(&poison).fetch_one(&app.pool).await.unwrap();
+        (row.0 == "Killed").then_some(row)
+    })
+    .await;
+    assert_eq!(killed.1, 1, "run once, not retried: {killed:?}");
+    assert!(killed.2.as_deref().is_some_and(|r| r.contains("a poison job")), "the panic is the job's error: {killed:?}");
+    // The queue goes on: the job beside it and one enqueued after the panic both run.
+    enqueue(&mut *app.pool.acquire().await.unwrap(), &job()).await.unwrap();
+    eventually(|| async { (statuses(&app).await.into_iter().filter(|(s, _)| s == "Done").count() == 2).then_some(()) }).await;
+    let failed = schema::store::jobs::failed(&mut *app.pool.acquire().await.unwrap(), 10).await.unwrap();
+    assert_eq!(failed.len(), 1, "herald jobs lists the poison job: {failed:?}");
+    let _ = stop.send(true);
+    running.await.unwrap().unwrap();
+}

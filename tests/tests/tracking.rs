@@ -2,7 +2,7 @@
 //! redirects and an open pixel on the domain's `links` host; following them over HTTP records
 //! `email.clicked` / `email.opened` on the email, the broadcast, the metrics and the webhook
 //! receiver; an altered token answers 404 and records nothing; hits left in the spool by a dead
-//! process are drained once.
+//! process are drained once; with the spool's disk full, links still redirect.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -193,4 +193,70 @@ async fn transactional_mail_is_tracked_and_a_spool_left_by_a_dead_process_is_dra
         .unwrap();
     assert_eq!(opens.len(), 1, "{opens:?}");
     assert_eq!(opens[0]["open"]["ipAddress"], "192.0.2.1");
+}
+
+/// A small tmpfs mounted for the test (root can mount one) and unmounted after it.
+struct SmallDisk(std::path::PathBuf);
+
+impl SmallDisk {
+    fn mount(size: &str) -> SmallDisk {
+        let dir = std::env::temp_dir().join(format!("herald-small-disk-{}", uuid::Uuid::now_v7().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mounted = std::process::Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(&dir).status().unwrap();
+        assert!(mounted.success(), "mounting a tmpfs for the spool failed (the suite runs as root)");
+        SmallDisk(dir)
+    }
+
+    /// Writes a file until the disk refuses more.
+    fn fill(&self) -> std::path::PathBuf {
+        use std::io::Write;
+        let path = self.0.join("filler");
+        let mut file = std::fs::File::create(&path).unwrap();
+        let error = loop {
+            if let Err(error) = file.write_all(&[0u8; 4096]) {
+                break error;
+            }
+        };
+        assert_eq!(error.raw_os_error(), Some(28), "ENOSPC: {error}");
+        path
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg("-l").arg(&self.0).status();
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn with_the_spools_disk_full_a_link_still_redirects_the_hit_is_refused_in_the_log_and_recording_resumes_once_there_is_room() {
+    let mail = setup().await;
+    let app = &mail.app;
+    let mut message = Mail::message(&format!("t@{RECIPIENT_DOMAIN}"));
+    message["html"] = json!("<html><body><a href=\"https://acme.example/t\">T</a></body></html>");
+    let id = mail.send(message).await;
+    let (clicks, _) = tracking_paths(&mail.sink.wait_for(1, Duration::from_secs(30)).await[0]);
+    // A `herald serve` process whose spool is on a disk the test fills.
+    let disk = SmallDisk::mount("64k");
+    let (_server, base, log) = tests::faults::serve_with(&app.database_url, &[("HERALD_SPOOL_DIR", &disk.0.to_string_lossy())]);
+    let client = reqwest::Client::builder().user_agent("Mail/1.0").redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    eventually(|| async { client.get(format!("{base}/health")).send().await.ok().filter(|r| r.status() == 200) }).await;
+    let filler = disk.fill();
+
+    for _ in 0..3 {
+        let answer = client.get(format!("{base}{}", clicks[0])).send().await.unwrap();
+        assert_eq!(answer.status(), 302);
+        assert_eq!(answer.headers()["location"], "https://acme.example/t");
+    }
+    let printed = std::fs::read_to_string(&log).unwrap();
+    assert!(printed.contains("writing to the tracking spool failed") && printed.contains("No space left on device"), "{printed}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(mail.timeline(&id).await.iter().filter(|e| *e == "email.clicked").count(), 0, "a refused hit is not recorded");
+
+    std::fs::remove_file(filler).unwrap();
+    assert_eq!(client.get(format!("{base}{}", clicks[0])).send().await.unwrap().status(), 302);
+    eventually(|| async { (mail.timeline(&id).await.contains(&"email.clicked".to_string())).then_some(()) }).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(mail.timeline(&id).await.iter().filter(|e| *e == "email.clicked").count(), 1, "{}", std::fs::read_to_string(&log).unwrap());
 }

@@ -4,6 +4,14 @@
 //! one WAL flush. Each session answers `250` only after the transaction holding its message
 //! committed. When a batch fails, each of its messages is retried in a transaction of its own,
 //! so one message that cannot be written never holds back the others.
+//!
+//! A write that does not finish within its bound (`HERALD_INBOUND_COMMIT_TIMEOUT_SECONDS`, a
+//! stalled connection) is abandoned:
+//! its sessions answer `451` and the senders try again, as they do for any temporary failure.
+//! Should the abandoned commit have landed after all, the retry stores a second copy; a
+//! duplicate is the failure mode SMTP accepts (RFC 5321, section 6.3), a loss is not. The
+//! committers beat as the loop `inbound` (at least every [`IDLE_BEAT`] while idle, after each
+//! write while busy), so readiness names them when every one of them is stuck.
 
 use super::{reports, unsubscribe};
 use chrono::{DateTime, Utc};
@@ -13,6 +21,7 @@ use schema::store::received::{self, Content, Dropped, Envelope, NewReceived};
 use serde_json::json;
 use sqlx::{PgConnection, PgPool};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use uuid::Uuid;
 
@@ -20,6 +29,8 @@ use uuid::Uuid;
 const COMMITTERS: usize = 4;
 /// Most messages in one transaction.
 const BATCH: usize = 64;
+/// How often an idle committer beats.
+const IDLE_BEAT: Duration = Duration::from_secs(5);
 
 /// One message's writes.
 pub struct Pending {
@@ -44,12 +55,13 @@ pub struct Committer {
 }
 
 impl Committer {
-    /// Starts the committer tasks on `pool`.
-    pub fn start(pool: PgPool) -> Committer {
+    /// Starts the committer tasks on `pool`, each write bounded by `bound`.
+    pub fn start(pool: PgPool, bound: Duration) -> Committer {
         let (queue, receiver) = mpsc::channel::<Job>(1024);
         let receiver = Arc::new(Mutex::new(receiver));
+        crate::supervise::expect_beats("inbound", IDLE_BEAT + 2 * bound);
         for _ in 0..COMMITTERS {
-            tokio::spawn(run(pool.clone(), receiver.clone()));
+            tokio::spawn(run(pool.clone(), bound, receiver.clone()));
         }
         Committer { queue }
     }
@@ -65,14 +77,16 @@ impl Committer {
     }
 }
 
-async fn run(pool: PgPool, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
+async fn run(pool: PgPool, bound: Duration, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
     loop {
         let mut batch: Vec<Job> = Vec::new();
         {
             let mut receiver = receiver.lock().await;
-            match receiver.recv().await {
-                Some(job) => batch.push(job),
-                None => return,
+            crate::supervise::beat("inbound");
+            match tokio::time::timeout(IDLE_BEAT, receiver.recv()).await {
+                Ok(Some(job)) => batch.push(job),
+                Ok(None) => return,
+                Err(_) => continue,
             }
             while batch.len() < BATCH {
                 match receiver.try_recv() {
@@ -85,7 +99,7 @@ async fn run(pool: PgPool, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
         // those row locks in opposite orders (a deadlock would cost a retry).
         let mut pending: Vec<&Pending> = batch.iter().map(|(p, _)| p).collect();
         pending.sort_by_key(|p| (p.records.first().map(|(team, _, _)| *team), received::shard_of(p.first_id)));
-        match write(&pool, &pending).await {
+        match write(&pool, bound, &pending).await {
             Ok(()) => {
                 for (_, done) in batch {
                     let _ = done.send(true);
@@ -98,7 +112,8 @@ async fn run(pool: PgPool, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
             Err(error) => {
                 tracing::warn!(%error, size = batch.len(), "inbound: a batch was not committed; retrying its messages one by one");
                 for (pending, done) in batch {
-                    let written = write(&pool, &[&pending]).await;
+                    crate::supervise::beat("inbound");
+                    let written = write(&pool, bound, &[&pending]).await;
                     if let Err(error) = &written {
                         tracing::warn!(%error, "inbound: a message was not committed");
                     }
@@ -109,8 +124,14 @@ async fn run(pool: PgPool, receiver: Arc<Mutex<mpsc::Receiver<Job>>>) {
     }
 }
 
-/// Writes the messages in one transaction and commits it.
-async fn write(pool: &PgPool, messages: &[&Pending]) -> anyhow::Result<()> {
+/// Writes the messages in one transaction and commits it, or gives up after `bound`.
+async fn write(pool: &PgPool, bound: Duration, messages: &[&Pending]) -> anyhow::Result<()> {
+    tokio::time::timeout(bound, write_now(pool, messages))
+        .await
+        .map_err(|_| anyhow::anyhow!("the write did not finish within {bound:?}; abandoned"))?
+}
+
+async fn write_now(pool: &PgPool, messages: &[&Pending]) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
     let mut new_events = Vec::new();
     for pending in messages {

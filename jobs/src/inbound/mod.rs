@@ -44,6 +44,9 @@ pub struct InboundSettings {
     /// How long a command, or a chunk of message data, may take to arrive.
     pub command_timeout: Duration,
     pub data_timeout: Duration,
+    /// How long the transaction storing a message (or a recipient's lookup) may take before
+    /// the session answers `451`.
+    pub commit_timeout: Duration,
     /// STARTTLS is offered when set.
     pub tls: Option<tokio_rustls::TlsAcceptor>,
     /// A clamd to scan each message with (`INSTREAM`); no scanning when unset.
@@ -89,14 +92,18 @@ impl Drop for Slot {
 }
 
 impl Shared {
-    /// Every role `host` plays, from memory when looked up within [`HOST_ROLES_TTL`].
+    /// Every role `host` plays, from memory when looked up within [`HOST_ROLES_TTL`]; a lookup
+    /// that PostgreSQL does not answer within the commit timeout fails (the session answers `451`).
     async fn host_roles(&self, host: &str) -> anyhow::Result<Vec<HostRole>> {
         if let Some((at, roles)) = self.hosts.lock().unwrap_or_else(|e| e.into_inner()).get(host)
             && at.elapsed() < HOST_ROLES_TTL
         {
             return Ok(roles.clone());
         }
-        let roles = received::host_roles(&mut *self.pool.acquire().await?, host).await?;
+        let looked_up = async { received::host_roles(&mut *self.pool.acquire().await?, host).await };
+        let roles = tokio::time::timeout(self.settings.commit_timeout, looked_up)
+            .await
+            .map_err(|_| anyhow::anyhow!("looking up {host} took longer than {:?}", self.settings.commit_timeout))??;
         let mut hosts = self.hosts.lock().unwrap_or_else(|e| e.into_inner());
         if hosts.len() >= 10_000 {
             hosts.clear();
@@ -135,7 +142,9 @@ pub fn tls_acceptor(cert_pem: &[u8], key_pem: &[u8]) -> anyhow::Result<tokio_rus
 pub async fn serve(pool: PgPool, settings: InboundSettings, listener: TcpListener, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
     let fresh: [u8; 32] = rand::random();
     let link_key = schema::store::keys::get_or_create(&mut *pool.acquire().await?, "links", &fresh).await?;
-    let committer = commit::Committer::start(pool.clone());
+    let committer = commit::Committer::start(pool.clone(), settings.commit_timeout);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(crate::supervise::report_beats(pool.clone(), stopped));
     let shared = Arc::new(Shared { hosts: Mutex::default(), committer, pool, settings, link_key, connections: Mutex::default() });
     tokio::pin!(shutdown);
     loop {
@@ -156,7 +165,10 @@ pub async fn serve(pool: PgPool, settings: InboundSettings, listener: TcpListene
                     }
                 });
             }
-            () = &mut shutdown => return Ok(()),
+            () = &mut shutdown => {
+                let _ = stop.send(true);
+                return Ok(());
+            }
         }
     }
 }

@@ -325,13 +325,16 @@ pub async fn finish(conn: &mut PgConnection, run_id: Uuid, status: RunStatus, er
     .await
 }
 
-/// After a failed attempt at a step: counts it and sets when to try again.
-pub async fn retry_at(conn: &mut PgConnection, run_id: Uuid, due_at: DateTime<Utc>) -> sqlx::Result<i32> {
-    sqlx::query_scalar("UPDATE automation_runs SET attempts = attempts + 1, due_at = $2, updated_at = now() WHERE id = $1 RETURNING attempts")
-        .bind(run_id)
-        .bind(due_at)
-        .fetch_one(conn)
-        .await
+/// After a failed attempt at a step: counts it and sets when to try again, `wait` from now on
+/// PostgreSQL's clock.
+pub async fn retry_after(conn: &mut PgConnection, run_id: Uuid, wait: std::time::Duration) -> sqlx::Result<i32> {
+    sqlx::query_scalar(
+        "UPDATE automation_runs SET attempts = attempts + 1, due_at = now() + make_interval(secs => $2), updated_at = now() WHERE id = $1 RETURNING attempts",
+    )
+    .bind(run_id)
+    .bind(wait.as_secs_f64())
+    .fetch_one(conn)
+    .await
 }
 
 /// Starts one run of every enabled automation of the team that `trigger` names, for each

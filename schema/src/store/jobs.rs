@@ -43,12 +43,46 @@ pub async fn failed(conn: &mut PgConnection, limit: i64) -> sqlx::Result<Vec<Fai
     .await
 }
 
-/// Moves a job's next run to `run_at`; the worker then reports the failure, and the queue
-/// picks the job up again no earlier than that.
-pub async fn postpone(conn: &mut PgConnection, job_id: &str, run_at: DateTime<Utc>) -> sqlx::Result<()> {
-    sqlx::query("UPDATE apalis.jobs SET run_at = $2 WHERE id = $1")
+/// Two corrections to what apalis writes, as triggers (idempotent; processes starting at once
+/// take turns):
+///
+/// - A newly registered worker's `last_seen` is PostgreSQL's `now()`, not the worker's own
+///   clock: a process whose clock runs an hour behind would otherwise look dead to the others
+///   until its first heartbeat, and its jobs be taken from it mid-run.
+/// - A job acknowledged as still `Running` is `Killed`: that is how apalis reports a job whose
+///   handler panicked (the panic unwinds past the code that sets the final state, the worker
+///   catches it and acknowledges the job with the panic as its error). Left `Running`, the job
+///   would stay claimed by a live worker for good, and never show among the failed ones.
+pub async fn guard_queue_tables(pool: &sqlx::PgPool) -> sqlx::Result<()> {
+    let mut tx = pool.begin().await?;
+    sqlx::query("SELECT pg_advisory_xact_lock(hashtext('herald_guard_queue_tables'))").execute(&mut *tx).await?;
+    for statement in QUEUE_GUARDS {
+        sqlx::query(statement).execute(&mut *tx).await?;
+    }
+    tx.commit().await
+}
+
+/// The statements of [`guard_queue_tables`] (a database built before they changed needs them
+/// again: the tests' template database is named after them too).
+pub const QUEUE_GUARDS: [&str; 4] = [
+    "CREATE OR REPLACE FUNCTION apalis.herald_worker_seen_now() RETURNS trigger LANGUAGE plpgsql AS
+     $$ BEGIN NEW.last_seen := now(); RETURN NEW; END $$",
+    "CREATE OR REPLACE TRIGGER herald_worker_seen_now BEFORE INSERT ON apalis.workers
+     FOR EACH ROW EXECUTE FUNCTION apalis.herald_worker_seen_now()",
+    "CREATE OR REPLACE FUNCTION apalis.herald_job_panicked() RETURNS trigger LANGUAGE plpgsql AS
+     $$ BEGIN NEW.status := 'Killed'; RETURN NEW; END $$",
+    // Only an acknowledgement sets `done_at`; a claim (status `Running`) leaves it alone.
+    "CREATE OR REPLACE TRIGGER herald_job_panicked BEFORE UPDATE ON apalis.jobs
+     FOR EACH ROW WHEN (NEW.status = 'Running' AND NEW.done_at IS DISTINCT FROM OLD.done_at AND NEW.done_at IS NOT NULL)
+     EXECUTE FUNCTION apalis.herald_job_panicked()",
+];
+
+/// Moves a job's next run to `wait` from now on PostgreSQL's clock; the worker then reports
+/// the failure, and the queue picks the job up again no earlier than that.
+pub async fn postpone(conn: &mut PgConnection, job_id: &str, wait: std::time::Duration) -> sqlx::Result<()> {
+    sqlx::query("UPDATE apalis.jobs SET run_at = now() + make_interval(secs => $2) WHERE id = $1")
         .bind(job_id)
-        .bind(run_at)
+        .bind(wait.as_secs_f64())
         .execute(conn)
         .await?;
     Ok(())

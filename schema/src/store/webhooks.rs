@@ -191,8 +191,9 @@ pub struct Attempt {
     pub response_body: Option<String>,
     pub latency_ms: i32,
     pub succeeded: bool,
-    /// When to try again; `None` after a success or once the schedule is spent.
-    pub retry_at: Option<DateTime<Utc>>,
+    /// How long to wait (on PostgreSQL's clock) before trying again; `None` after a success
+    /// or once the schedule is spent.
+    pub retry_after: Option<std::time::Duration>,
 }
 
 /// Records attempts in one transaction's worth of statements: the attempt rows, each
@@ -211,12 +212,12 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
     let bodies: Vec<Option<String>> = attempts.iter().map(|a| a.response_body.clone()).collect();
     let latencies: Vec<i32> = attempts.iter().map(|a| a.latency_ms).collect();
     let succeeded: Vec<bool> = attempts.iter().map(|a| a.succeeded).collect();
-    let retry_at: Vec<Option<DateTime<Utc>>> = attempts.iter().map(|a| a.retry_at).collect();
+    let retry_after: Vec<Option<f64>> = attempts.iter().map(|a| a.retry_after.map(|wait| wait.as_secs_f64())).collect();
     let replays: Vec<bool> = attempts.iter().map(|a| a.replay).collect();
     sqlx::query(
         "WITH a AS (
-             SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::timestamptz[], $11::bool[])
-                 AS a(id, delivery_id, endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_at, replay)
+             SELECT a.* FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::int4[], $5::text[], $6::text[], $7::int4[], $8::bool[], $9::float8[], $11::bool[])
+                 AS a(id, delivery_id, endpoint_id, status_code, error, response_body, latency_ms, succeeded, retry_after, replay)
              -- A delivery deleted meanwhile (its endpoint was deleted) has nothing left to record;
              -- the lock keeps the rest from vanishing before their attempts are inserted.
              JOIN webhook_deliveries live ON live.id = a.delivery_id
@@ -226,9 +227,9 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
              SELECT id, delivery_id, status_code, error, response_body, latency_ms, replay FROM a
          ), deliveries AS (
              UPDATE webhook_deliveries d SET
-                 status = CASE WHEN a.succeeded THEN 'succeeded' WHEN a.retry_at IS NULL THEN 'failed' ELSE 'pending' END,
+                 status = CASE WHEN a.succeeded THEN 'succeeded' WHEN a.retry_after IS NULL THEN 'failed' ELSE 'pending' END,
                  attempts = d.attempts + 1, last_attempt_at = now(), locked_until = NULL, replaying = false,
-                 next_attempt_at = COALESCE(a.retry_at, d.next_attempt_at)
+                 next_attempt_at = COALESCE(now() + make_interval(secs => a.retry_after), d.next_attempt_at)
              FROM a WHERE d.id = a.delivery_id
          ), outcome AS (
              SELECT endpoint_id, bool_or(succeeded) AS any_succeeded FROM a GROUP BY endpoint_id
@@ -248,7 +249,7 @@ pub async fn record(conn: &mut PgConnection, attempts: &[Attempt], disable_after
     .bind(&bodies)
     .bind(&latencies)
     .bind(&succeeded)
-    .bind(&retry_at)
+    .bind(&retry_after)
     .bind(disable_after_seconds)
     .bind(&replays)
     .execute(conn)

@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use tests::bench::{free_port, setting, start_postfix_sink};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 use uuid::Uuid;
 
 #[tokio::main]
@@ -93,7 +93,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
 /// Writes emails and their delivery jobs straight through the store, one transaction each.
 async fn insert_straight(pool: &PgPool, email: NewEmail) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    let job = (schema::jobs::Deliver { email_id: email.id }, SystemTime::now());
+    let job = (schema::jobs::Deliver { email_id: email.id }, schema::jobs::RunAt::Now);
     emails::insert_many(&mut tx, &[email], None).await?;
     schema::jobs::enqueue_many(&mut tx, &[job]).await?;
     tx.commit().await?;

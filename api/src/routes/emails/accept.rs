@@ -8,7 +8,7 @@ use crate::state::{AppState, Caller};
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use schema::email::{self as rules, Mailbox};
-use schema::jobs::Deliver;
+use schema::jobs::{Deliver, RunAt};
 use schema::store::emails::{NewAttachment, NewEmail, NewRecipient};
 use schema::store::events::{self, NewEvent};
 use schema::store::{domains, emails, sending, usage};
@@ -502,9 +502,9 @@ pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail
         if let Some(at) = email.scheduled_at {
             let to: Vec<&str> = email.recipients.iter().map(|r| r.email.as_str()).collect();
             new_events.push(event(email, "email.scheduled", email.event_data(&to, None)));
-            jobs.push((Deliver { email_id: email.id }, SystemTime::from(at)));
+            jobs.push((Deliver { email_id: email.id }, RunAt::At(SystemTime::from(at))));
         } else if !email.all_suppressed() {
-            jobs.push((Deliver { email_id: email.id }, SystemTime::from(now)));
+            jobs.push((Deliver { email_id: email.id }, RunAt::Now));
         }
         new_events.extend(email.suppressed_events());
     }
