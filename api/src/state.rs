@@ -69,6 +69,8 @@ pub struct Caller {
     pub signed_in_admin: Option<Uuid>,
     /// What an OAuth access token acts as, when one made the request.
     pub token: Option<TokenFacts>,
+    /// The person, when an Inbox route was reached with the dashboard session.
+    pub session_person: Option<Uuid>,
 }
 
 /// An OAuth access token's member, role and scopes.

@@ -37,6 +37,7 @@ pub mod email;
 pub mod filter;
 pub mod ids;
 pub mod import;
+pub mod inbox;
 pub mod jobs;
 pub mod links;
 pub mod model;

@@ -31,6 +31,19 @@ pub enum InboxAccess {
     Write,
 }
 
+impl InboxAccess {
+    /// Whether this access reaches an Inbox operation needing `level`: `read` is reached by
+    /// read and write access, `create` (opening a conversation) by create and write access,
+    /// `write` by write access only.
+    pub fn reaches(self, level: &str) -> bool {
+        match level {
+            "read" => matches!(self, InboxAccess::Read | InboxAccess::Write),
+            "create" => matches!(self, InboxAccess::Create | InboxAccess::Write),
+            _ => self == InboxAccess::Write,
+        }
+    }
+}
+
 /// Lifecycle state of an API key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Enum, Serialize, Deserialize, sqlx::Type)]
 #[oai(rename_all = "snake_case")]

@@ -326,6 +326,9 @@ def create_resources(client, raw, gen, from_domain):
     ids["received_email_id"] = received[0]["id"]
     parts = expect(raw.get(f"/emails/receiving/{ids['received_email_id']}/attachments"), 200, "received attachments")["data"]
     ids["download_token"] = parts[0]["download_url"].rstrip("/").rsplit("/", 1)[-1]
+    # The message went to the Inbox channel at that address: a conversation.
+    ids["channel_id"] = expect(raw.get("/inbox/channels"), 200, "inbox channels")["data"][0]["id"]
+    ids["conversation_id"] = expect(raw.get("/inbox/conversations"), 200, "inbox conversations")["data"][0]["id"]
     ids["unsigned_token"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
     client_answer = expect(raw.post("/oauth/register", json={"client_name": "Generated agent", "redirect_uris": ["http://127.0.0.1:9/cb"]}), 201, "register an OAuth client")
     ids["client_id"] = client_answer["client_id"]

@@ -195,6 +195,20 @@ EXCLUSIONS = [
         "definition's schema and fit in 16 KB of JSON",
     ),
     (
+        "ST202", r"^(POST /inbox/conversations|PATCH /inbox/conversations/\{conversation_id\}|POST /inbox/conversations/\{conversation_id\}/notes)$",
+        None, r"`text`|`html`|`from\.email`|`subject`|`external_id`|`snoozed_until`|`assignee_id`|`folder_id`|`label_ids`|`status`|`place`|snooze|in (spam|trash)|changed since version",
+        "a customer's message needs `text` or `html` (a rule across two fields) from an RFC 5322 "
+        "address with a one-line subject; an update names a teammate, folder and labels of the "
+        "conversation's channel, a key cannot snooze, a conversation in spam or trash takes only a "
+        "move out, and `If-Match` must name the current version: rules of what the team holds, of "
+        "the credential and of the conversation's state",
+    ),
+    (
+        "ST202", r"^\S+ /inbox/", "invalid_permission", r"Inbox access does not reach",
+        "the run's key may lower its own Inbox access with `PATCH /api-keys/{id}` (lowering needs no "
+        "admin), after which the Inbox refuses it: a rule of the credential as the run left it",
+    ),
+    (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",
         "the spec answers `ai_assist_enabled: true` with 503 service_unavailable until AI assist "
         "is configured; `false` always works",

@@ -9,6 +9,7 @@ pub mod dkim;
 pub mod dns;
 pub mod faults;
 pub mod https;
+pub mod inbox;
 pub mod mail;
 pub mod postgres;
 pub mod proxy;

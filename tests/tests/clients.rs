@@ -11,9 +11,18 @@ use tests::smtp::SmtpSink;
 /// endpoints allowed on loopback (the scripts receive deliveries themselves).
 /// Herald with a sink, and an inbound SMTP server (answers its port): the clients read
 /// received mail too.
+/// The team's key also has write access to its Inbox, whose channel is `inbox@acme.test`.
 async fn setup() -> (Mail, u16) {
     let mail = mail::setup_with(SmtpSink::start().await, |config| config.webhook_allow_private = true).await;
     let smtp_port = mail.app.start_inbound(|_| {}).await;
+    let app = &mail.app;
+    let receiving = app.patch(&format!("/domains/{}", mail.domain["id"].as_str().unwrap()), serde_json::json!({ "capabilities": { "receiving": "enabled" } })).await;
+    assert_eq!(receiving.status, 200, "{}", receiving.body);
+    let admin = tests::inbox::person(app, app.team_id, "admin", "Ada").await;
+    let body = serde_json::json!({ "name": "Desk", "address": format!("inbox@{SENDING_DOMAIN}") });
+    let channel = tests::inbox::as_person(app, &admin, reqwest::Method::POST, "/inbox/channels", Some(body)).await;
+    assert_eq!(channel.status, 201, "{}", channel.body);
+    sqlx::query("UPDATE api_keys SET inbox_access = 'write' WHERE team_id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
     (mail, smtp_port)
 }
 

@@ -99,10 +99,11 @@ impl Reply {
     }
 }
 
-/// A request of `team`: with its admin's session on the session's routes, else with its key.
+/// A request of `team`: with its admin's session on the session's routes and the Inbox's (the
+/// team's key has no Inbox access), else with its key.
 async fn call(app: &TestApp, team: &Team, method: &Method, path: &str, payload: &Payload) -> Reply {
     let route = api::http::operations::route(&poem::http::Method::from_bytes(method.as_str().as_bytes()).unwrap(), path.split('?').next().unwrap());
-    let by_session = matches!(route, api::http::operations::Routing::Found(op) if op.access == Access::Session);
+    let by_session = matches!(route, api::http::operations::Routing::Found(op) if matches!(op.access, Access::Session | Access::Inbox));
     let request = if by_session {
         let (token, csrf) = &team.session;
         app.client.request(method.clone(), app.url(path)).header("cookie", format!("herald_session={token}")).header("x-csrf-token", csrf)
@@ -257,6 +258,8 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let domain_id = domains["data"].as_array().unwrap().iter().find(|d| d["name"] == domain).unwrap()["id"].as_str().unwrap().to_string();
     let on = call(app, team, &Method::PATCH, &format!("/domains/{domain_id}"), &Payload::Json(json!({ "capabilities": { "receiving": "enabled" } }))).await;
     assert_eq!(on.status, 200, "receiving on: {}", on.summary());
+    // An Inbox channel at that address, so that the mail opens a conversation.
+    created(app, team, "/inbox/channels", json!({ "name": "Desk", "address": format!("inbox@{domain}") })).await;
     let port = app.start_inbound(|_| {}).await;
     let raw = format!("From: someone@sender.example\r\nTo: inbox@{domain}\r\nSubject: Hello\r\nMIME-Version: 1.0\r\n\
 Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHi.\r\n--b\r\nContent-Type: application/pdf\r\n\
@@ -486,7 +489,7 @@ async fn probes(app: &TestApp, a: &Team, b: &Team, failures: &mut Vec<String>, n
             // An OAuth client is no team's: its registration access token alone manages it.
             Access::Registration => continue,
             Access::SendingAccess | Access::FullAccess => {}
-            Access::Session => {}
+            Access::Session | Access::Inbox => {}
             access @ Access::TokenOnly => {
                 failures.push(format!("{}: team B has no {access:?} credential in this probe; give it one", operation.id));
                 continue;

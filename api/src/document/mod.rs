@@ -325,6 +325,7 @@ fn annotate(path: &str, operation: &mut Value) {
         (operations::Access::Session, _) => Some(json!([{ "session": [] }])),
         (operations::Access::Registration, _) => Some(json!([{ "registration": [] }])),
         (operations::Access::TokenOnly, _) => Some(json!([{ "oauth": [] }])),
+        (operations::Access::Inbox, Some(scope)) => Some(json!([{ "bearer": [] }, { "oauth": [scope] }, { "session": [] }])),
         (access, Some(scope)) if access.needs_credential() => Some(json!([{ "bearer": [] }, { "oauth": [scope] }])),
         (access, None) if access.needs_credential() => Some(json!([{ "bearer": [] }])),
         _ => None,

@@ -82,7 +82,9 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
 
         if let Some(credential) = credential {
             let status = response.status();
-            let keep_response = method != Method::GET || !status.is_success();
+            // Inbox bodies (customers' mail, replies, notes) are never kept in request logs.
+            let inbox = operation.is_some_and(|o| o.access == Access::Inbox);
+            let keep_response = !inbox && (method != Method::GET || !status.is_success());
             let response_body = if keep_response {
                 let bytes = response.take_body().into_bytes().await.unwrap_or_default();
                 let stored = stored_body(&bytes, false);
@@ -203,7 +205,19 @@ impl<E: Endpoint> Gateway<E> {
         };
         let bearer = bearer_token(&req);
         let needs_key = operation.is_some_and(|o| o.access.needs_credential());
-        if operation.is_some_and(|o| o.access == Access::Session) {
+        // An Inbox route reached with the dashboard session instead of a key or token.
+        let inbox_session = operation.filter(|o| o.access == Access::Inbox && bearer.is_none() && cookie(&req, crate::http::credentials::COOKIE).is_some());
+        if let Some(operation) = inbox_session {
+            match self.session_of(&req).await.and_then(|session| inbox_session_caller(session, operation)) {
+                Ok((session, caller)) => {
+                    record_team(session.team_id);
+                    handled.credential = Some(Credential { team_id: caller.team_id, key_id: None });
+                    req.extensions_mut().insert(SessionCaller { session });
+                    req.extensions_mut().insert(caller);
+                }
+                Err(error) => return answer(handled, error),
+            }
+        } else if operation.is_some_and(|o| o.access == Access::Session) {
             // The dashboard session's routes take its cookie only, never a key or token.
             if bearer.is_some() {
                 return answer(handled, ApiError::invalid_permission("This route takes the dashboard session cookie; API keys and OAuth tokens do not reach it."));
@@ -263,7 +277,7 @@ impl<E: Endpoint> Gateway<E> {
             *req.uri_mut() = uri;
         }
         if let Some(bytes) = body {
-            if handled.credential.is_some() {
+            if handled.credential.is_some() && !operation.is_some_and(|o| o.access == Access::Inbox) {
                 handled.request_body = stored_body(&bytes, operation.is_some_and(|o| o.carries_send_content));
             }
             req.set_body(bytes);
@@ -306,6 +320,7 @@ impl<E: Endpoint> Gateway<E> {
             inbox_access: key.inbox_access,
             signed_in_admin: None,
             token: None,
+            session_person: None,
         };
         Ok((caller, touch))
     }
@@ -348,6 +363,13 @@ impl<E: Endpoint> Gateway<E> {
         if operation.access == Access::TokenOnly {
             return Err(ApiError::invalid_permission("This route takes an OAuth access token only; API keys do not reach it."));
         }
+        if operation.access == Access::Inbox {
+            let level = operation.inbox_access.unwrap_or("write");
+            if !caller.inbox_access.reaches(level) {
+                return Err(ApiError::invalid_permission(format!("This API key's Inbox access does not reach this route, which needs `{level}` access.")));
+            }
+            return Ok(caller);
+        }
         if operation.access == Access::FullAccess && caller.permission == Permission::SendingAccess {
             return Err(ApiError::new(ErrorKind::SendingOnlyKey, "This API key is restricted to only send emails."));
         }
@@ -381,6 +403,7 @@ impl<E: Endpoint> Gateway<E> {
             inbox_access: schema::model::InboxAccess::None,
             signed_in_admin: None,
             token: Some(crate::state::TokenFacts { grant_id: found.grant_id, person_id: found.person_id, role: found.role, scopes: found.scopes }),
+            session_person: None,
         })
     }
 
@@ -420,6 +443,31 @@ impl<E: Endpoint> Gateway<E> {
 }
 
 /// Names the team on the request's span, so that every later log line of the request carries it.
+/// The caller of an Inbox route reached with the dashboard session: the person in their current
+/// team, with write access (read for a viewer).
+fn inbox_session_caller(session: people::Session, operation: &Operation) -> Result<(people::Session, Caller), ApiError> {
+    let Some(team_id) = session.team_id else {
+        return Err(ApiError::invalid_permission("The session has no current team: switch to one first."));
+    };
+    let role = session.role.clone().unwrap_or_default();
+    let access = if role == "viewer" { schema::model::InboxAccess::Read } else { schema::model::InboxAccess::Write };
+    let level = operation.inbox_access.unwrap_or("write");
+    if !access.reaches(level) {
+        return Err(ApiError::invalid_permission("A viewer of the team reads the Inbox and cannot write to it."));
+    }
+    let caller = Caller {
+        team_id,
+        key_id: None,
+        permission: Permission::FullAccess,
+        domain_id: None,
+        inbox_access: access,
+        signed_in_admin: (role == "admin").then_some(session.person_id),
+        token: None,
+        session_person: Some(session.person_id),
+    };
+    Ok((session, caller))
+}
+
 fn record_team(team_id: Option<Uuid>) {
     if let Some(team_id) = team_id {
         tracing::Span::current().record("team_id", tracing::field::display(team_id));

@@ -22,6 +22,9 @@ pub enum Access {
     TokenOnly,
     /// An OAuth client's registration access token (`rkor_`), checked by the route itself.
     Registration,
+    /// The Inbox: an API key of any permission whose `inbox_access` reaches the operation's
+    /// level, an OAuth token with its Inbox scope, or the dashboard session (a viewer reads only).
+    Inbox,
 }
 
 impl Access {
@@ -34,7 +37,7 @@ impl Access {
     pub fn annotation(self) -> Option<&'static str> {
         match self {
             Access::Public | Access::Page => Some("none"),
-            Access::SendingAccess => Some("sending_access"),
+            Access::SendingAccess | Access::Inbox => Some("sending_access"),
             Access::FullAccess => Some("full_access"),
             Access::Session => Some("session"),
             Access::TokenOnly | Access::Registration => None,
@@ -276,7 +279,30 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("stop-automation", Method::POST, "/automations/{automation_id}/stop", Access::FullAccess, "automations:write"),
     scoped("list-automation-runs", Method::GET, "/automations/{automation_id}/runs", Access::FullAccess, "automations:read"),
     scoped("get-automation-run", Method::GET, "/automations/{automation_id}/runs/{run_id}", Access::FullAccess, "automations:read"),
+    inbox_setup("create-inbox-channel", Method::POST, "/inbox/channels"),
+    inbox("list-inbox-channels", Method::GET, "/inbox/channels", "read"),
+    inbox_setup("update-inbox-channel", Method::PATCH, "/inbox/channels/{channel_id}"),
+    inbox_setup("set-inbox-channel-members", Method::PUT, "/inbox/channels/{channel_id}/members"),
+    inbox("list-inbox-channel-teammates", Method::GET, "/inbox/channels/{channel_id}/teammates", "read"),
+    inbox("create-inbox-conversation", Method::POST, "/inbox/conversations", "create").body(CONTENT_BODY),
+    inbox("list-inbox-conversations", Method::GET, "/inbox/conversations", "read"),
+    inbox("get-inbox-conversation", Method::GET, "/inbox/conversations/{conversation_id}", "read"),
+    inbox("update-inbox-conversation", Method::PATCH, "/inbox/conversations/{conversation_id}", "write"),
+    inbox("list-inbox-messages", Method::GET, "/inbox/conversations/{conversation_id}/messages", "read"),
+    inbox("create-inbox-note", Method::POST, "/inbox/conversations/{conversation_id}/notes", "write").body(CONTENT_BODY),
 ];
+
+/// An Inbox operation needing `level` (`create`, `read` or `write`): scope `inbox:read` for
+/// reads, `inbox:write` for the rest.
+const fn inbox(id: &'static str, method: Method, path: &'static str, level: &'static str) -> Operation {
+    let scope = if matches!(level.as_bytes(), b"read") { "inbox:read" } else { "inbox:write" };
+    Operation { id, method, path, access: Access::Inbox, scope: Some(scope), inbox_access: Some(level), carries_send_content: false, body_limit: SMALL_BODY }
+}
+
+/// Setting the Inbox up: a team admin signed in to the dashboard.
+const fn inbox_setup(id: &'static str, method: Method, path: &'static str) -> Operation {
+    Operation { id, method, path, access: Access::Session, scope: None, inbox_access: Some("write"), carries_send_content: false, body_limit: SMALL_BODY }
+}
 
 /// An operation an OAuth token with `scope` reaches.
 const fn scoped(id: &'static str, method: Method, path: &'static str, access: Access, scope: &'static str) -> Operation {

@@ -10,6 +10,7 @@ pub mod broadcasts;
 pub mod domains;
 pub mod emails;
 pub mod health;
+pub mod inbox;
 pub mod logs;
 pub mod mcp;
 pub mod oauth;
@@ -58,6 +59,8 @@ pub enum Tag {
     /// OAuth 2.1 for agents: dynamic client registration, authorization with PKCE, tokens,
     /// revocation, discovery, and the grants a team has given.
     OAuth,
+    /// The support Inbox: channels, conversations from inbound mail, messages and notes.
+    Inbox,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -124,6 +127,11 @@ apis!(
         pages::tracking::TrackingApi,
         people::account::AccountApi,
         people::invitations::InvitationsApi,
+    ],
+    [
+        inbox::channels::InboxChannelsApi,
+        inbox::conversations::InboxConversationsApi,
+        inbox::messages::InboxMessagesApi,
     ],
 );
 

@@ -15,7 +15,11 @@
 
 use super::{reports, unsubscribe};
 use chrono::{DateTime, Utc};
+use schema::inbox::Facts;
 use schema::links::Link;
+use schema::store::conversations::{self, NewConversation};
+use schema::store::inbox;
+use schema::store::inbox_messages::{self, NewMessage};
 use schema::store::events::{self, NewEvent};
 use schema::store::received::{self, Content, Dropped, Envelope, NewReceived};
 use serde_json::json;
@@ -44,6 +48,8 @@ pub struct Pending {
     pub records: Vec<(Uuid, Vec<String>, Option<Dropped>)>,
     pub reports: Vec<(reports::Target, reports::Report)>,
     pub unsubscribes: Vec<(Uuid, Link)>,
+    /// The Message-IDs it answers, for threading it into an Inbox conversation.
+    pub thread_ids: Vec<String>,
     pub now: DateTime<Utc>,
 }
 
@@ -190,11 +196,66 @@ async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec
             "attachments": attachments,
         });
         new_events.push(NewEvent { team_id: *team_id, event_type: "email.received", data, email_id: None });
+        if dropped.is_none() {
+            into_conversations(conn, pending, *team_id, id, received_for, new_events).await?;
+        }
     }
     for (target, report) in &pending.reports {
         if !reports::apply(conn, *target, report).await? {
             tracing::info!(email_id = %target.email_id, "inbound: a report about no email of the team, or nothing new; ignored");
         }
+    }
+    Ok(())
+}
+
+/// Mail stored for a team at one of its open channels' addresses becomes a message of a
+/// conversation of each such channel: the one it answers (by `In-Reply-To`/`References`
+/// against the channel's own messages), else a new one. The received email is the message.
+async fn into_conversations(conn: &mut PgConnection, pending: &Pending, team_id: Uuid, received_email_id: Uuid, received_for: &[String], new_events: &mut Vec<NewEvent>) -> anyhow::Result<()> {
+    let channels = inbox::open_channels_at(conn, team_id, received_for).await?;
+    if channels.is_empty() {
+        return Ok(());
+    }
+    let envelope = &pending.envelope;
+    let content = pending.content.as_ref();
+    let text = content.and_then(|c| c.text.clone()).or_else(|| content.and_then(|c| c.html.as_deref()).map(schema::inbox::html_words)).unwrap_or_default();
+    let message_id = envelope.message_id.as_deref().map(schema::inbox::message_id);
+    for channel in channels {
+        let threaded = conversations::thread(conn, team_id, channel.id, &pending.thread_ids).await?;
+        let (conversation_id, subject) = match threaded {
+            Some(found) => found,
+            None => {
+                let customer = envelope.from_email.to_lowercase();
+                let new = NewConversation {
+                    channel_id: channel.id,
+                    subject: &envelope.subject,
+                    customer_email: &customer,
+                    customer_name: &envelope.from_name,
+                    external_id: None,
+                    email_id: None,
+                };
+                let id = conversations::open(conn, team_id, &new).await?.ok_or_else(|| anyhow::anyhow!("opening a conversation wrote nothing"))?;
+                let facts = Facts { team_id, conversation_id: id, channel_id: channel.id, subject: &envelope.subject };
+                new_events.push(facts.created(&customer, &envelope.from_name, None));
+                (id, envelope.subject.clone())
+            }
+        };
+        let message = NewMessage {
+            conversation_id,
+            kind: "received",
+            received_email_id: Some(received_email_id),
+            message_id: message_id.as_deref(),
+            from_email: &envelope.from_email,
+            from_name: &envelope.from_name,
+            to: &envelope.to,
+            cc: &envelope.cc,
+            subject: &envelope.subject,
+            search_text: &text,
+            ..NewMessage::default()
+        };
+        let (id, _) = inbox_messages::add(conn, team_id, &message).await?;
+        let facts = Facts { team_id, conversation_id, channel_id: channel.id, subject: &subject };
+        new_events.push(facts.received(id, &envelope.from_email, Some(received_email_id)));
     }
     Ok(())
 }

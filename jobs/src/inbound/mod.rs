@@ -468,6 +468,7 @@ impl Session {
         };
         let message = parse::parse(&raw);
         let envelope = message.as_ref().map(parse::envelope).unwrap_or_default();
+        let thread_ids = message.as_ref().map(parse::thread_ids).unwrap_or_default();
         let (content, dropped, read) = match (&message, &virus) {
             (Some(message), None) => (Some(parse::content(message, self.shared.settings.max_attachment_bytes)), None, reports::read(message)),
             (_, Some(_)) => (None, Some(Dropped::Virus), Vec::new()),
@@ -516,7 +517,7 @@ impl Session {
         records.extend(unreadable.into_iter().map(|(team, address)| (team, vec![address], Some(dropped.unwrap_or(Dropped::NoMailbox)))));
         let mail_from = self.mail_from.clone().unwrap_or_default();
         drop(message);
-        Ok(commit::Pending { first_id, mail_from, raw, envelope, content, records, reports: applied, unsubscribes, now: chrono::Utc::now() })
+        Ok(commit::Pending { first_id, mail_from, raw, envelope, content, records, reports: applied, unsubscribes, thread_ids, now: chrono::Utc::now() })
     }
 }
 

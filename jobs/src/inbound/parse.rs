@@ -147,3 +147,16 @@ Message-ID: <m1@example.test>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mi
         assert!(parse(b"\x00\x01\x02 not a message").is_none());
     }
 }
+
+/// The Message-IDs the message answers (`In-Reply-To`, then `References` latest first), as
+/// threading compares them.
+pub fn thread_ids(message: &Message<'_>) -> Vec<String> {
+    let list = |value: &mail_parser::HeaderValue<'_>| -> Vec<String> {
+        match (value.as_text_list(), value.as_text()) {
+            (Some(list), _) => list.iter().map(|id| id.to_string()).collect(),
+            (None, Some(id)) => vec![id.to_string()],
+            (None, None) => Vec::new(),
+        }
+    };
+    schema::inbox::thread_ids(&list(message.in_reply_to()), &list(message.references()))
+}

@@ -1,0 +1,294 @@
+//! The support Inbox: channels set up by an admin, conversations opened by mail through real
+//! SMTP (threaded by `In-Reply-To`) and through the API, notes, updates with `If-Match`, and
+//! who reaches what (keys by Inbox access and channel limit, people by session and role).
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use tests::inbox::{self, Desk, as_key, as_person, channel, desk, inbox_key, write_in};
+use tests::eventually;
+
+/// The conversations a key lists (every place).
+async fn conversations(desk: &Desk, key: &str, query: &str) -> Vec<Value> {
+    let answer = as_key(desk.app(), key, Method::GET, &format!("/inbox/conversations{query}"), None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    answer.body["data"].as_array().unwrap().clone()
+}
+
+async fn events_of(desk: &Desk, event_type: &str) -> Vec<Value> {
+    sqlx::query_scalar("SELECT data FROM events WHERE type = $1 ORDER BY id").bind(event_type).fetch_all(&desk.app().pool).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_team_without_an_open_channel_answers_403_inbox_not_set_up_on_every_inbox_route() {
+    let desk = desk().await;
+    let key = inbox_key(desk.app(), &desk.admin, "write", None).await;
+    let some_id = uuid::Uuid::now_v7();
+    for (method, path, body) in [
+        (Method::GET, "/inbox/channels".to_string(), None),
+        (Method::GET, "/inbox/conversations".to_string(), None),
+        (Method::GET, format!("/inbox/conversations/{some_id}"), None),
+        (Method::POST, "/inbox/conversations".to_string(), Some(json!({ "channel_id": "support@acme.test", "from": { "email": "c@example.com" }, "text": "Hi" }))),
+        (Method::POST, format!("/inbox/conversations/{some_id}/notes"), Some(json!({ "text": "Hi" }))),
+    ] {
+        as_key(desk.app(), &key, method, &path, body).await.assert_error(403, "inbox_not_set_up");
+    }
+    assert_eq!(desk.app().count("inbox_conversations").await, 0);
+    // A closed channel is no channel.
+    let id = channel(&desk, "support", json!({})).await;
+    assert_eq!(as_person(desk.app(), &desk.admin, Method::PATCH, &format!("/inbox/channels/{id}"), Some(json!({ "closed": true }))).await.status, 200);
+    as_key(desk.app(), &key, Method::GET, "/inbox/channels", None).await.assert_error(403, "inbox_not_set_up");
+}
+
+#[tokio::test]
+async fn an_admin_adds_channels_on_receiving_domains_and_refused_ones_write_nothing() {
+    let desk = desk().await;
+    let app = desk.app();
+    let id = channel(&desk, "support", json!({})).await;
+    let listed = as_person(app, &desk.admin, Method::GET, "/inbox/channels", None).await;
+    assert_eq!(listed.body["data"][0]["address"], "support@acme.test", "{}", listed.body);
+    assert_eq!(listed.body["data"][0]["id"], id.as_str());
+    let before = app.count("inbox_channels").await;
+    for (body, field, status, name) in [
+        (json!({ "name": "Elsewhere", "address": "help@elsewhere.test" }), "address", 422, "invalid_parameter"),
+        (json!({ "name": "Again", "address": "SUPPORT@acme.test" }), "address", 422, "invalid_parameter"),
+        (json!({ "name": "  ", "address": "sales@acme.test" }), "name", 400, "validation_error"),
+        (json!({ "name": "Bad", "address": "not an address" }), "address", 400, "validation_error"),
+    ] {
+        let answer = as_person(app, &desk.admin, Method::POST, "/inbox/channels", Some(body)).await;
+        answer.assert_error(status, name);
+        assert_eq!(answer.body["errors"][0]["path"], field, "{}", answer.body);
+    }
+    // Not an admin, or a key: refused.
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+    as_person(app, &member, Method::POST, "/inbox/channels", Some(json!({ "name": "M", "address": "m@acme.test" }))).await.assert_error(403, "invalid_permission");
+    let answer = as_key(app, &app.key, Method::POST, "/inbox/channels", Some(json!({ "name": "K", "address": "k@acme.test" }))).await;
+    answer.assert_error(403, "invalid_permission");
+    assert_eq!(app.count("inbox_channels").await, before);
+    // Teammates: everyone for an unrestricted channel; a viewer cannot write.
+    let viewer = inbox::person(app, app.team_id, "viewer", "Vi").await;
+    let teammates = as_person(app, &viewer, Method::GET, &format!("/inbox/channels/{id}/teammates"), None).await;
+    assert_eq!(teammates.status, 200, "{}", teammates.body);
+    let can_write: Vec<(String, bool)> = teammates.body["data"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap().to_string(), t["can_write"].as_bool().unwrap())).collect();
+    assert!(can_write.contains(&("Vi".into(), false)) && can_write.contains(&("Ada".into(), true)) && can_write.contains(&("Mo".into(), true)), "{can_write:?}");
+}
+
+#[tokio::test]
+async fn mail_to_a_channel_opens_a_conversation_and_an_answer_to_it_threads_in_and_reopens_it() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    write_in(&desk, "carol@customer.example", "support", "Broken widget", "first@customer.example", "").await;
+    let opened = eventually(|| async { conversations(&desk, &key, "").await.into_iter().next() }).await;
+    assert_eq!((opened["subject"].as_str(), opened["status"].as_str(), opened["message_count"].as_i64()), (Some("Broken widget"), Some("open"), Some(1)));
+    assert_eq!(opened["customer"]["email"], "carol@customer.example");
+    let id = opened["id"].as_str().unwrap().to_string();
+    // The received email is the message: the same record, read through both.
+    let messages = as_key(app, &key, Method::GET, &format!("/inbox/conversations/{id}/messages"), None).await;
+    let received_id = messages.body["data"][0]["received_email_id"].as_str().unwrap().to_string();
+    assert_eq!(messages.body["data"][0]["text"].as_str().map(str::trim), Some("Hello about Broken widget."));
+    assert_eq!(app.get(&format!("/emails/receiving/{received_id}")).await.status, 200);
+
+    // Done, then the customer answers: the same conversation, open again.
+    let done = as_key(app, &key, Method::PATCH, &format!("/inbox/conversations/{id}"), Some(json!({ "status": "done" }))).await;
+    assert_eq!(done.body["status"], "done", "{}", done.body);
+    write_in(&desk, "carol@customer.example", "support", "Re: Broken widget", "second@customer.example", "In-Reply-To: <first@customer.example>\r\nReferences: <first@customer.example>\r\n").await;
+    let threaded = eventually(|| async {
+        let all = conversations(&desk, &key, "").await;
+        (all.len() == 1 && all[0]["message_count"] == 2).then(|| all[0].clone())
+    })
+    .await;
+    assert_eq!(threaded["status"], "open", "a customer writing into a done conversation reopens it");
+    // A message naming no known Message-ID opens a new one.
+    write_in(&desk, "dan@customer.example", "support", "Other thing", "third@customer.example", "In-Reply-To: <nobody@nowhere.example>\r\n").await;
+    eventually(|| async { (conversations(&desk, &key, "").await.len() == 2).then_some(()) }).await;
+    assert_eq!(events_of(&desk, "inbox.conversation.created").await.len(), 2);
+    assert_eq!(events_of(&desk, "inbox.message.received").await.len(), 3);
+    assert_eq!(events_of(&desk, "inbox.conversation.status_changed").await.len(), 1);
+}
+
+#[tokio::test]
+async fn mail_to_a_closed_channel_is_received_but_opens_no_conversation_and_a_forged_reply_never_reaches_another_team() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let sales = channel(&desk, "sales", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    write_in(&desk, "carol@customer.example", "support", "Question", "q1@customer.example", "").await;
+    eventually(|| async { (conversations(&desk, &key, "").await.len() == 1).then_some(()) }).await;
+    as_person(app, &desk.admin, Method::PATCH, &format!("/inbox/channels/{sales}"), Some(json!({ "closed": true }))).await;
+    write_in(&desk, "erin@customer.example", "sales", "Quote", "q2@customer.example", "").await;
+    eventually(|| async { (app.count("received_emails").await == 2).then_some(()) }).await;
+    // An answer naming the support conversation's message, sent to the closed channel, threads
+    // nowhere: threading stays within a channel.
+    write_in(&desk, "erin@customer.example", "sales", "Re: Question", "q3@customer.example", "In-Reply-To: <q1@customer.example>\r\n").await;
+    eventually(|| async { (app.count("received_emails").await == 3).then_some(()) }).await;
+    assert_eq!(app.count("inbox_conversations").await, 1);
+    assert_eq!(app.count("inbox_messages").await, 1);
+}
+
+#[tokio::test]
+async fn keys_reach_conversations_by_their_inbox_access_and_channel_limit() {
+    let desk = desk().await;
+    let app = desk.app();
+    let open = channel(&desk, "support", json!({})).await;
+    let restricted = channel(&desk, "vip", json!({ "restricted": true })).await;
+    let personal = channel(&desk, "ada", json!({ "personal": true })).await;
+    let writer = inbox_key(app, &desk.admin, "write", None).await;
+    let reader = inbox_key(app, &desk.admin, "read", None).await;
+    let creator = inbox_key(app, &desk.admin, "create", None).await;
+    let limited = inbox_key(app, &desk.admin, "write", Some(vec![restricted.clone()])).await;
+    let open_in = |key: String, channel: String| {
+        let app = app;
+        async move { as_key(app, &key, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": channel, "from": { "email": "c@customer.example", "name": "C" }, "subject": "Hi", "text": "Hello" }))).await }
+    };
+    let created = open_in(creator.clone(), open.clone()).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    // create reaches only the opening; read reads and cannot write; none reaches nothing.
+    as_key(app, &creator, Method::GET, "/inbox/conversations", None).await.assert_error(403, "invalid_permission");
+    open_in(reader.clone(), open.clone()).await.assert_error(403, "invalid_permission");
+    assert_eq!(as_key(app, &reader, Method::GET, &format!("/inbox/conversations/{id}"), None).await.status, 200);
+    as_key(app, &reader, Method::PATCH, &format!("/inbox/conversations/{id}"), Some(json!({ "status": "pending" }))).await.assert_error(403, "invalid_permission");
+    as_key(app, &app.key, Method::GET, "/inbox/conversations", None).await.assert_error(403, "invalid_permission");
+    // Channels: a restricted one only for a key limited to it; a personal one for no key.
+    open_in(writer.clone(), restricted.clone()).await.assert_error(404, "not_found");
+    open_in(writer.clone(), personal.clone()).await.assert_error(404, "not_found");
+    open_in(limited.clone(), open.clone()).await.assert_error(404, "not_found");
+    let vip = open_in(limited.clone(), "vip@acme.test".into()).await;
+    assert_eq!(vip.status, 201, "{}", vip.body);
+    let vip_id = vip.body["id"].as_str().unwrap();
+    as_key(app, &writer, Method::GET, &format!("/inbox/conversations/{vip_id}"), None).await.assert_error(404, "not_found");
+    let listed: Vec<String> = as_key(app, &writer, Method::GET, "/inbox/channels", None).await.body["data"].as_array().unwrap().iter().map(|c| c["address"].as_str().unwrap().to_string()).collect();
+    assert_eq!(listed, vec!["support@acme.test".to_string()]);
+    let listed: Vec<String> = as_key(app, &limited, Method::GET, "/inbox/channels", None).await.body["data"].as_array().unwrap().iter().map(|c| c["address"].as_str().unwrap().to_string()).collect();
+    assert_eq!(listed, vec!["vip@acme.test".to_string()]);
+    // The admin's session reaches all three, their own channel included.
+    let mine = as_person(app, &desk.admin, Method::GET, "/inbox/channels", None).await;
+    assert_eq!(mine.body["data"].as_array().unwrap().len(), 3, "{}", mine.body);
+    // A member reaches the restricted channel once made a member of it.
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+    as_person(app, &member, Method::GET, &format!("/inbox/conversations/{vip_id}"), None).await.assert_error(404, "not_found");
+    let members = as_person(app, &desk.admin, Method::PUT, &format!("/inbox/channels/{restricted}/members"), Some(json!({ "user_ids": [member.id] }))).await;
+    assert_eq!(members.status, 200, "{}", members.body);
+    assert_eq!(as_person(app, &member, Method::GET, &format!("/inbox/conversations/{vip_id}"), None).await.status, 200);
+    // A viewer reads and cannot write.
+    let viewer = inbox::person(app, app.team_id, "viewer", "Vi").await;
+    assert_eq!(as_person(app, &viewer, Method::GET, &format!("/inbox/conversations/{id}"), None).await.status, 200);
+    as_person(app, &viewer, Method::POST, &format!("/inbox/conversations/{id}/notes"), Some(json!({ "text": "mine" }))).await.assert_error(403, "invalid_permission");
+}
+
+#[tokio::test]
+async fn opening_through_the_api_is_idempotent_by_external_id_and_bad_input_writes_nothing() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let body = json!({ "channel_id": "support@acme.test", "from": { "email": "C@Customer.example" }, "subject": "Order 7", "html": "<p>Where is <b>order</b> 7?</p>", "external_id": "ticket-7" });
+    let first = as_key(app, &key, Method::POST, "/inbox/conversations", Some(body.clone())).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    assert_eq!(first.header("etag"), Some("\"2\""));
+    let again = as_key(app, &key, Method::POST, "/inbox/conversations", Some(body)).await;
+    assert_eq!((again.status, &again.body["id"]), (200, &first.body["id"]));
+    let found = conversations(&desk, &key, "?external_id=ticket-7").await;
+    assert_eq!(found.len(), 1);
+    let before = (app.count("inbox_conversations").await, app.count("inbox_messages").await, app.count("events").await);
+    let long = "x".repeat(256);
+    let huge = "x".repeat(2 * 1024 * 1024 + 1);
+    for (body, status, name) in [
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" } }), 422, "missing_required_field"),
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": "   " }), 422, "missing_required_field"),
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": huge }), 400, "validation_error"),
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "not an address" }, "text": "Hi" }), 400, "validation_error"),
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": "Hi", "external_id": long }), 400, "validation_error"),
+        (json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": "Hi", "subject": "two\nlines" }), 400, "validation_error"),
+        (json!({ "channel_id": "nobody@acme.test", "from": { "email": "c@x.example" }, "text": "Hi" }), 404, "not_found"),
+        (json!({ "channel_id": uuid::Uuid::now_v7(), "from": { "email": "c@x.example" }, "text": "Hi" }), 404, "not_found"),
+    ] {
+        as_key(app, &key, Method::POST, "/inbox/conversations", Some(body.clone())).await.assert_error(status, name);
+    }
+    assert_eq!(before, (app.count("inbox_conversations").await, app.count("inbox_messages").await, app.count("events").await));
+}
+
+#[tokio::test]
+async fn updates_check_the_version_the_teammate_and_the_place_and_emit_their_events() {
+    let desk = desk().await;
+    let app = desk.app();
+    let support = channel(&desk, "support", json!({})).await;
+    let restricted = channel(&desk, "vip", json!({ "restricted": true })).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let opened = as_key(app, &key, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": support, "from": { "email": "c@x.example" }, "text": "Hi" }))).await;
+    let id = opened.body["id"].as_str().unwrap().to_string();
+    let path = format!("/inbox/conversations/{id}");
+    let version = opened.body["version"].as_i64().unwrap();
+    let patch = |body: Value, if_match: Option<String>| {
+        let (app, key, path) = (app, key.clone(), path.clone());
+        async move {
+            let mut request = app.request_as(&key, Method::PATCH, &path).json(&body);
+            if let Some(tag) = if_match {
+                request = request.header("if-match", tag);
+            }
+            tests::Answer::from(request.send().await.unwrap()).await
+        }
+    };
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+    let assigned = patch(json!({ "assignee_id": member.id, "status": "pending" }), Some(format!("\"{version}\""))).await;
+    assert_eq!(assigned.status, 200, "{}", assigned.body);
+    assert_eq!((assigned.body["assignee"]["name"].as_str(), assigned.body["status"].as_str()), (Some("Mo"), Some("pending")));
+    // Refusals change nothing.
+    let current = as_key(app, &key, Method::GET, &path, None).await;
+    let stranger = uuid::Uuid::now_v7();
+    sqlx::query("INSERT INTO people (id, email, name, password_hash) VALUES ($1, 'x@elsewhere.example', 'X', 'unused')").bind(stranger).execute(&app.pool).await.unwrap();
+    let other_channels_folder = sqlx::query_scalar::<_, uuid::Uuid>("INSERT INTO inbox_folders (id, team_id, channel_id, name) VALUES ($1, $2, $3, 'VIP') RETURNING id")
+        .bind(uuid::Uuid::now_v7())
+        .bind(app.team_id)
+        .bind(uuid::Uuid::parse_str(&restricted).unwrap())
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    patch(json!({ "status": "open" }), Some(format!("\"{version}\""))).await.assert_error(412, "precondition_failed");
+    patch(json!({ "status": "open" }), Some("not-a-version".into())).await.assert_error(422, "invalid_parameter");
+    patch(json!({ "assignee_id": stranger }), None).await.assert_error(422, "invalid_parameter");
+    patch(json!({ "folder_id": other_channels_folder }), None).await.assert_error(422, "invalid_parameter");
+    patch(json!({ "label_ids": [uuid::Uuid::now_v7()] }), None).await.assert_error(422, "invalid_parameter");
+    patch(json!({ "status": "bogus" }), None).await.assert_error(400, "validation_error");
+    patch(json!({ "snoozed_until": "2030-01-01T09:00:00Z" }), None).await.assert_error(422, "snooze_needs_a_person");
+    assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body, current.body, "a refused update changes nothing");
+    // In trash: only a move out.
+    assert_eq!(patch(json!({ "place": "trash" }), None).await.status, 200);
+    patch(json!({ "status": "done" }), None).await.assert_error(409, "conversation_conflict");
+    as_key(app, &key, Method::POST, &format!("{path}/notes"), Some(json!({ "text": "n" }))).await.assert_error(409, "conversation_conflict");
+    let back = patch(json!({ "place": "inbox", "status": "done" }), None).await;
+    assert_eq!((back.status, back.body["status"].as_str()), (200, Some("done")), "{}", back.body);
+    assert_eq!(events_of(&desk, "inbox.conversation.assigned").await.len(), 1);
+    assert_eq!(events_of(&desk, "inbox.conversation.status_changed").await.len(), 2);
+}
+
+#[tokio::test]
+async fn a_keys_note_keeps_the_keys_name_and_lists_with_the_messages() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let opened = as_key(app, &key, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": "Hi" }))).await;
+    let id = opened.body["id"].as_str().unwrap().to_string();
+    let note = as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/notes"), Some(json!({ "text": "Customer is on the pro plan." }))).await;
+    assert_eq!(note.status, 201, "{}", note.body);
+    assert_eq!((note.body["kind"].as_str(), note.body["direction"].as_str(), note.body["author"]["name"].as_str()), (Some("note"), Some("internal"), Some("write desk key")));
+    sqlx::query("UPDATE api_keys SET name = 'renamed'").execute(&app.pool).await.unwrap();
+    let by_person = as_person(app, &desk.admin, Method::POST, &format!("/inbox/conversations/{id}/notes"), Some(json!({ "text": "Escalating." }))).await;
+    assert_eq!(by_person.body["author"]["name"], "Ada", "{}", by_person.body);
+    let messages = as_key(app, &key, Method::GET, &format!("/inbox/conversations/{id}/messages"), None).await;
+    let kinds: Vec<(&str, &str)> = messages.body["data"].as_array().unwrap().iter().map(|m| (m["kind"].as_str().unwrap(), m["author"]["name"].as_str().unwrap_or(""))).collect();
+    assert_eq!(kinds, vec![("customer", ""), ("note", "write desk key"), ("note", "Ada")]);
+    let conversation = as_key(app, &key, Method::GET, &format!("/inbox/conversations/{id}"), None).await;
+    assert_eq!(conversation.body["message_count"], 3);
+    assert_eq!(conversation.body["latest_message_id"], opened.body["latest_message_id"], "a note is never the latest message");
+    for bad in [json!({ "text": "" }), json!({ "text": "x".repeat(2 * 1024 * 1024 + 1) })] {
+        as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/notes"), Some(bad)).await.assert_error(400, "validation_error");
+    }
+    assert_eq!(app.count("inbox_messages").await, 3);
+    // Request logs keep no Inbox bodies.
+    let logged: i64 = sqlx::query_scalar("SELECT count(*) FROM request_logs WHERE endpoint LIKE '/inbox%' AND (request_body IS NOT NULL OR response_body IS NOT NULL)").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(logged, 0);
+}
