@@ -65,6 +65,11 @@ impl Facts<'_> {
         self.event("inbox.message.received", json!({ "message_id": message_id, "from": from, "received_email_id": received_email_id }))
     }
 
+    /// `inbox.reply.sent`: a reply accepted for sending as `email_id`.
+    pub fn reply(&self, message_id: Uuid, email_id: Option<Uuid>) -> NewEvent {
+        self.event("inbox.reply.sent", json!({ "message_id": message_id, "email_id": email_id }))
+    }
+
     /// `inbox.note.created`.
     pub fn note(&self, message_id: Uuid, author: serde_json::Value) -> NewEvent {
         self.event("inbox.note.created", json!({ "message_id": message_id, "author": author }))

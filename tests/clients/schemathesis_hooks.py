@@ -195,10 +195,11 @@ EXCLUSIONS = [
         "definition's schema and fit in 16 KB of JSON",
     ),
     (
-        "ST202", r"^(POST /inbox/conversations|PATCH /inbox/conversations/\{conversation_id\}|POST /inbox/conversations/\{conversation_id\}/notes)$",
-        None, r"`text`|`html`|`from\.email`|`subject`|`external_id`|`snoozed_until`|`assignee_id`|`folder_id`|`label_ids`|`status`|`place`|snooze|in (spam|trash)|changed since version",
+        "ST202", r"^(POST /inbox/conversations|PATCH /inbox/conversations/\{conversation_id\}|POST /inbox/conversations/\{conversation_id\}/(notes|replies))$",
+        None, r"`text`|`html`|`cc\[|`from\.email`|`subject`|`external_id`|`snoozed_until`|`assignee_id`|`folder_id`|`label_ids`|`status`|`place`|snooze|in (spam|trash)|changed since version|newer customer message|sandbox|quota|suppress",
         "a customer's message needs `text` or `html` (a rule across two fields) from an RFC 5322 "
-        "address with a one-line subject; an update names a teammate, folder and labels of the "
+        "address with a one-line subject; a reply is a send (sandbox, quota) answering the latest customer "
+        "message; an update names a teammate, folder and labels of the "
         "conversation's channel, a key cannot snooze, a conversation in spam or trash takes only a "
         "move out, and `If-Match` must name the current version: rules of what the team holds, of "
         "the credential and of the conversation's state",

@@ -292,3 +292,52 @@ async fn a_keys_note_keeps_the_keys_name_and_lists_with_the_messages() {
     let logged: i64 = sqlx::query_scalar("SELECT count(*) FROM request_logs WHERE endpoint LIKE '/inbox%' AND (request_body IS NOT NULL OR response_body IS NOT NULL)").fetch_one(&app.pool).await.unwrap();
     assert_eq!(logged, 0);
 }
+
+#[tokio::test]
+async fn a_reply_reaches_the_customer_dkim_signed_from_the_channel_threaded_and_their_answer_lands_in_the_same_conversation() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    write_in(&desk, "carol@inbox.test", "support", "Broken widget", "first@inbox.test", "").await;
+    let opened = eventually(|| async { conversations(&desk, &key, "").await.into_iter().next() }).await;
+    let id = opened["id"].as_str().unwrap().to_string();
+    let latest = opened["latest_customer_message_id"].as_str().unwrap().to_string();
+
+    let reply = as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "We are on it.", "in_reply_to": latest }))).await;
+    assert_eq!(reply.status, 201, "{}", reply.body);
+    assert_eq!((reply.body["kind"].as_str(), reply.body["direction"].as_str()), (Some("reply"), Some("outbound")));
+    let email_id = reply.body["email_id"].as_str().unwrap().to_string();
+    let arrived = desk.mail.sink.wait_for(1, std::time::Duration::from_secs(30)).await;
+    let message = &arrived[0];
+    let verified = tests::dkim::verify(&message.data, &tests::mail::dkim_public_key(&desk.mail.domain)).expect("the reply is DKIM-signed on the channel's domain");
+    assert_eq!(verified.domain, "acme.test");
+    assert_eq!(message.header("From").as_deref(), Some("\"support desk\" <support@acme.test>"));
+    assert_eq!(message.header("To").as_deref(), Some("carol@inbox.test"));
+    assert_eq!(message.header("Subject").as_deref(), Some("Re: Broken widget"));
+    assert_eq!(message.header("In-Reply-To").as_deref(), Some("<first@inbox.test>"));
+    assert!(message.header("References").unwrap_or_default().contains("<first@inbox.test>"));
+    assert_eq!(message.header("Message-ID").unwrap(), format!("<{email_id}@acme.test>"));
+    assert_eq!(app.get(&format!("/emails/{email_id}")).await.status, 200, "the reply is an ordinary sent email");
+
+    // The customer answers the reply: the same conversation.
+    let answer = format!("In-Reply-To: <{email_id}@acme.test>\r\nReferences: <first@inbox.test> <{email_id}@acme.test>\r\n");
+    write_in(&desk, "carol@inbox.test", "support", "Re: Broken widget", "second@inbox.test", &answer).await;
+    let threaded = eventually(|| async {
+        let all = conversations(&desk, &key, "").await;
+        (all.len() == 1 && all[0]["message_count"] == 3).then(|| all[0].clone())
+    })
+    .await;
+    // Replying to the earlier message now is a conflict naming the newer one; naming it succeeds.
+    let stale = as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Again", "in_reply_to": latest }))).await;
+    stale.assert_error(409, "conversation_conflict");
+    assert_eq!(stale.body["details"]["latest_message_id"], threaded["latest_customer_message_id"]);
+    let fresh = as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Again", "in_reply_to": threaded["latest_customer_message_id"] }))).await;
+    assert_eq!(fresh.status, 201, "{}", fresh.body);
+    assert_eq!(events_of(&desk, "inbox.reply.sent").await.len(), 2);
+    // Refusals send nothing.
+    let emails = app.count("emails").await;
+    as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "" }))).await.assert_error(422, "missing_required_field");
+    as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "x", "cc": ["not an address"] }))).await.assert_error(400, "validation_error");
+    assert_eq!(app.count("emails").await, emails);
+}

@@ -289,6 +289,7 @@ pub static OPERATIONS: &[Operation] = &[
     inbox("get-inbox-conversation", Method::GET, "/inbox/conversations/{conversation_id}", "read"),
     inbox("update-inbox-conversation", Method::PATCH, "/inbox/conversations/{conversation_id}", "write"),
     inbox("list-inbox-messages", Method::GET, "/inbox/conversations/{conversation_id}/messages", "read"),
+    inbox("create-inbox-reply", Method::POST, "/inbox/conversations/{conversation_id}/replies", "write").body(CONTENT_BODY),
     inbox("create-inbox-note", Method::POST, "/inbox/conversations/{conversation_id}/notes", "write").body(CONTENT_BODY),
 ];
 

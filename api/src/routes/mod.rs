@@ -132,6 +132,7 @@ apis!(
         inbox::channels::InboxChannelsApi,
         inbox::conversations::InboxConversationsApi,
         inbox::messages::InboxMessagesApi,
+        inbox::replies::InboxRepliesApi,
     ],
 );
 

@@ -141,3 +141,24 @@ pub async fn list(conn: &mut PgConnection, conversation_id: Uuid, page: &PageReq
     }
     Ok(Page { has_more, data: rows })
 }
+
+/// What a reply threads under: the Message-ID of the latest customer message that has one
+/// (`In-Reply-To`), and the conversation's Message-IDs oldest first, the last 20 (`References`).
+#[derive(Debug, Clone, Default)]
+pub struct Thread {
+    pub parent: Option<String>,
+    pub references: Vec<String>,
+}
+
+/// The [`Thread`] of a conversation.
+pub async fn thread_of(conn: &mut PgConnection, conversation_id: Uuid) -> sqlx::Result<Thread> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT kind, message_id FROM (SELECT id, kind, message_id FROM inbox_messages
+             WHERE conversation_id = $1 AND message_id IS NOT NULL ORDER BY id DESC LIMIT 20) latest ORDER BY id",
+    )
+    .bind(conversation_id)
+    .fetch_all(conn)
+    .await?;
+    let parent = rows.iter().rev().find(|(kind, _)| kind == "received" || kind == "customer").map(|(_, id)| id.clone());
+    Ok(Thread { parent, references: rows.into_iter().map(|(_, id)| id).collect() })
+}

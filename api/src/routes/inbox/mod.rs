@@ -5,5 +5,6 @@ pub mod actor;
 pub mod channels;
 pub mod conversations;
 pub mod messages;
+pub mod replies;
 pub mod rules;
 pub mod views;
