@@ -341,3 +341,53 @@ async fn a_reply_reaches_the_customer_dkim_signed_from_the_channel_threaded_and_
     as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "x", "cc": ["not an address"] }))).await.assert_error(400, "validation_error");
     assert_eq!(app.count("emails").await, emails);
 }
+
+#[tokio::test]
+async fn labels_and_folders_file_conversations_within_their_channel_and_a_folder_never_nests_in_itself() {
+    let desk = desk().await;
+    let app = desk.app();
+    let support = channel(&desk, "support", json!({})).await;
+    let sales = channel(&desk, "sales", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let post = |path: &'static str, body: Value| {
+        let key = key.clone();
+        async move { as_key(app, &key, Method::POST, path, Some(body)).await }
+    };
+    let urgent = post("/inbox/labels", json!({ "name": "Urgent", "colour": "#ff0000" })).await;
+    assert_eq!((urgent.status, urgent.body["channel_id"].clone()), (201, Value::Null), "{}", urgent.body);
+    let vip = post("/inbox/labels", json!({ "name": "VIP", "channel_id": support })).await.body["id"].clone();
+    let sales_label = post("/inbox/labels", json!({ "name": "Lead", "channel_id": sales })).await.body["id"].clone();
+    let billing = post("/inbox/folders", json!({ "name": "Billing", "channel_id": support })).await;
+    assert_eq!(billing.status, 201, "{}", billing.body);
+    let billing = billing.body["id"].clone();
+    let refunds = post("/inbox/folders", json!({ "name": "Refunds", "channel_id": support, "parent_id": billing })).await.body["id"].clone();
+    let sales_folder = post("/inbox/folders", json!({ "name": "Quotes", "channel_id": sales })).await.body["id"].clone();
+    // A folder nested under one of another channel, or under itself, is refused.
+    post("/inbox/folders", json!({ "name": "X", "channel_id": support, "parent_id": sales_folder })).await.assert_error(422, "invalid_parameter");
+    as_key(app, &key, Method::PATCH, &format!("/inbox/folders/{}", billing.as_str().unwrap()), Some(json!({ "parent_id": refunds }))).await.assert_error(422, "invalid_parameter");
+    post("/inbox/labels", json!({ "name": "Bad", "colour": "red" })).await.assert_error(400, "validation_error");
+    assert_eq!(app.count("inbox_folders").await, 3);
+
+    let opened = post("/inbox/conversations", json!({ "channel_id": support, "from": { "email": "c@x.example" }, "text": "Refund please" })).await;
+    let id = opened.body["id"].as_str().unwrap().to_string();
+    let path = format!("/inbox/conversations/{id}");
+    as_key(app, &key, Method::PATCH, &path, Some(json!({ "label_ids": [sales_label] }))).await.assert_error(422, "invalid_parameter");
+    as_key(app, &key, Method::PATCH, &path, Some(json!({ "folder_id": sales_folder }))).await.assert_error(422, "invalid_parameter");
+    let filed = as_key(app, &key, Method::PATCH, &path, Some(json!({ "label_ids": [urgent.body["id"], vip], "folder_id": refunds }))).await;
+    assert_eq!(filed.status, 200, "{}", filed.body);
+    let names: Vec<&str> = filed.body["labels"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["Urgent", "VIP"]);
+    assert_eq!(filed.body["folder_id"], refunds);
+    assert_eq!(conversations(&desk, &key, &format!("?label_id={}", vip.as_str().unwrap())).await.len(), 1);
+    assert_eq!(conversations(&desk, &key, &format!("?folder_id={}", refunds.as_str().unwrap())).await.len(), 1);
+    assert_eq!(conversations(&desk, &key, &format!("?label_id={}", sales_label.as_str().unwrap())).await.len(), 0);
+    // A key limited to sales sees the team-wide label and sales' own, not support's.
+    let limited = inbox_key(app, &desk.admin, "read", Some(vec![sales.clone()])).await;
+    let seen: Vec<String> = as_key(app, &limited, Method::GET, "/inbox/labels", None).await.body["data"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap().to_string()).collect();
+    assert_eq!(seen, vec!["Urgent".to_string(), "Lead".to_string()]);
+    // Deleting the parent folder takes its child with it; the conversation leaves it.
+    let deleted = as_key(app, &key, Method::DELETE, &format!("/inbox/folders/{}", billing.as_str().unwrap()), None).await;
+    assert_eq!(deleted.status, 200, "{}", deleted.body);
+    assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body["folder_id"], Value::Null);
+    assert_eq!(app.count("inbox_folders").await, 1);
+}

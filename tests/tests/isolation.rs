@@ -259,7 +259,9 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let on = call(app, team, &Method::PATCH, &format!("/domains/{domain_id}"), &Payload::Json(json!({ "capabilities": { "receiving": "enabled" } }))).await;
     assert_eq!(on.status, 200, "receiving on: {}", on.summary());
     // An Inbox channel at that address, so that the mail opens a conversation.
-    created(app, team, "/inbox/channels", json!({ "name": "Desk", "address": format!("inbox@{domain}") })).await;
+    let desk = created(app, team, "/inbox/channels", json!({ "name": "Desk", "address": format!("inbox@{domain}") })).await;
+    created(app, team, "/inbox/labels", json!({ "name": "Urgent", "channel_id": desk["id"] })).await;
+    created(app, team, "/inbox/folders", json!({ "name": "Billing", "channel_id": desk["id"] })).await;
     let port = app.start_inbound(|_| {}).await;
     let raw = format!("From: someone@sender.example\r\nTo: inbox@{domain}\r\nSubject: Hello\r\nMIME-Version: 1.0\r\n\
 Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nHi.\r\n--b\r\nContent-Type: application/pdf\r\n\

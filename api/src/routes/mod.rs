@@ -133,6 +133,7 @@ apis!(
         inbox::conversations::InboxConversationsApi,
         inbox::messages::InboxMessagesApi,
         inbox::replies::InboxRepliesApi,
+        inbox::filing::InboxFilingApi,
     ],
 );
 

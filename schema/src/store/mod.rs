@@ -17,6 +17,7 @@ pub mod events;
 pub mod idempotency;
 pub mod imports;
 pub mod inbox;
+pub mod inbox_filing;
 pub mod inbox_messages;
 pub mod jobs;
 pub mod keys;
