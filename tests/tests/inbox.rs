@@ -391,3 +391,54 @@ async fn labels_and_folders_file_conversations_within_their_channel_and_a_folder
     assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body["folder_id"], Value::Null);
     assert_eq!(app.count("inbox_folders").await, 1);
 }
+
+#[tokio::test]
+async fn search_finds_conversations_by_subject_body_and_address_best_first_within_reach() {
+    let desk = desk().await;
+    let app = desk.app();
+    let support = channel(&desk, "support", json!({})).await;
+    let vip = channel(&desk, "vip", json!({ "restricted": true })).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let limited = inbox_key(app, &desk.admin, "read", Some(vec![vip.clone()])).await;
+    write_in(&desk, "carol@customer.example", "support", "Invoice question", "s1@customer.example", "").await;
+    write_in(&desk, "dan@customer.example", "support", "Login trouble", "s2@customer.example", "").await;
+    let opened = |channel: String, text: &'static str, subject: &'static str| {
+        let key = if channel == vip { limited.clone() } else { key.clone() };
+        async move {
+            let body = json!({ "channel_id": channel, "from": { "email": "erin@customer.example" }, "subject": subject, "text": text });
+            let _ = as_key(app, &key, Method::POST, "/inbox/conversations", Some(body)).await;
+        }
+    };
+    // The limited key cannot open in vip (read access): a write key limited to it can.
+    let vip_writer = inbox_key(app, &desk.admin, "write", Some(vec![vip.clone()])).await;
+    let answer = as_key(app, &vip_writer, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": vip, "from": { "email": "vip@customer.example" }, "subject": "Invoice overdue", "text": "My invoice invoice is overdue" }))).await;
+    assert_eq!(answer.status, 201, "{}", answer.body);
+    opened(support.clone(), "The refund for my invoice never arrived", "Refund").await;
+    eventually(|| async { (app.count("inbox_conversations").await == 4).then_some(()) }).await;
+
+    let search = |key: String, q: &'static str| async move {
+        let answer = as_key(app, &key, Method::GET, &format!("/inbox/search?q={q}"), None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.body["data"].as_array().unwrap().clone()
+    };
+    let hits = search(key.clone(), "invoice").await;
+    let subjects: Vec<&str> = hits.iter().map(|h| h["conversation"]["subject"].as_str().unwrap()).collect();
+    assert_eq!(subjects, vec!["Invoice question", "Refund"], "the subject match ranks first; vip is out of reach");
+    assert!(hits[1]["snippet"].as_str().unwrap().contains("<b>invoice</b>"), "{}", hits[1]);
+    assert_eq!(search(key.clone(), "dan%40customer.example").await.len(), 1, "addresses match");
+    assert_eq!(search(key.clone(), "%22never+arrived%22").await.len(), 1, "a phrase matches");
+    assert_eq!(search(key.clone(), "invoice+-refund").await.len(), 1, "an excluded word excludes");
+    let theirs = search(limited.clone(), "invoice").await;
+    assert_eq!(theirs.len(), 1);
+    assert_eq!(theirs[0]["conversation"]["subject"], "Invoice overdue");
+    // Paging continues after the last hit of a page.
+    let first = as_key(app, &key, Method::GET, "/inbox/search?q=invoice&limit=1", None).await;
+    assert_eq!(first.body["has_more"], true);
+    let after = first.body["data"][0]["conversation"]["id"].as_str().unwrap();
+    let second = as_key(app, &key, Method::GET, &format!("/inbox/search?q=invoice&limit=1&after={after}"), None).await;
+    assert_eq!(second.body["data"][0]["conversation"]["subject"], "Refund", "{}", second.body);
+    assert_eq!(second.body["has_more"], false);
+    for bad in ["%20%20", &"x".repeat(201)] {
+        as_key(app, &key, Method::GET, &format!("/inbox/search?q={bad}"), None).await.assert_error(422, "invalid_parameter");
+    }
+}

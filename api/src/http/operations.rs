@@ -289,6 +289,7 @@ pub static OPERATIONS: &[Operation] = &[
     inbox("get-inbox-conversation", Method::GET, "/inbox/conversations/{conversation_id}", "read"),
     inbox("update-inbox-conversation", Method::PATCH, "/inbox/conversations/{conversation_id}", "write"),
     inbox("list-inbox-messages", Method::GET, "/inbox/conversations/{conversation_id}/messages", "read"),
+    inbox("search-inbox", Method::GET, "/inbox/search", "read"),
     inbox("list-inbox-labels", Method::GET, "/inbox/labels", "read"),
     inbox("create-inbox-label", Method::POST, "/inbox/labels", "write"),
     inbox("update-inbox-label", Method::PATCH, "/inbox/labels/{label_id}", "write"),

@@ -134,6 +134,7 @@ apis!(
         inbox::messages::InboxMessagesApi,
         inbox::replies::InboxRepliesApi,
         inbox::filing::InboxFilingApi,
+        inbox::search::InboxSearchApi,
     ],
 );
 

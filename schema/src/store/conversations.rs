@@ -36,13 +36,19 @@ pub struct Conversation {
     pub labels: serde_json::Value,
 }
 
-const SELECT: &str = "SELECT v.id, v.team_id, v.channel_id, c.address AS channel_address, v.subject, v.status, v.place, v.folder_id,
+/// A conversation's columns, from `v` (the conversation), `c` (its channel) and `p` (its assignee).
+pub(crate) const COLUMNS: &str = "v.id, v.team_id, v.channel_id, c.address AS channel_address, v.subject, v.status, v.place, v.folder_id,
         v.assignee_id, p.name AS assignee_name, v.external_id, v.customer_email, v.customer_name, v.email_id, v.version,
         v.latest_message_id, v.latest_customer_message_id, v.message_count, v.last_message_at, v.created_at, v.updated_at,
         COALESCE((SELECT jsonb_agg(jsonb_build_object('id', l.id, 'name', l.name, 'colour', l.colour) ORDER BY l.name, l.id)
-                  FROM inbox_conversation_labels cl JOIN inbox_labels l ON l.id = cl.label_id WHERE cl.conversation_id = v.id), '[]') AS labels
-     FROM inbox_conversations v JOIN inbox_channels c ON c.id = v.channel_id LEFT JOIN people p ON p.id = v.assignee_id
-     WHERE v.team_id = ";
+                  FROM inbox_conversation_labels cl JOIN inbox_labels l ON l.id = cl.label_id WHERE cl.conversation_id = v.id), '[]') AS labels";
+
+/// The joins [`COLUMNS`] reads, after `inbox_conversations v`.
+pub(crate) const JOINS: &str = "JOIN inbox_channels c ON c.id = v.channel_id LEFT JOIN people p ON p.id = v.assignee_id";
+
+fn select() -> String {
+    format!("SELECT {COLUMNS} FROM inbox_conversations v {JOINS} WHERE v.team_id = ")
+}
 
 /// A new conversation.
 pub struct NewConversation<'a> {
@@ -101,7 +107,7 @@ pub async fn thread(conn: &mut PgConnection, team_id: Uuid, channel_id: Uuid, me
 
 /// One conversation that `reach` reaches; `lock` takes its row for an update.
 pub async fn get(conn: &mut PgConnection, team_id: Uuid, id: Uuid, reach: &Reach, lock: bool) -> sqlx::Result<Option<Conversation>> {
-    let mut query = QueryBuilder::new(SELECT);
+    let mut query = QueryBuilder::new(select());
     query.push_bind(team_id).push(" AND v.id = ").push_bind(id);
     reach.push(&mut query, "c");
     if lock {
@@ -126,7 +132,7 @@ pub struct Filters {
 
 /// The conversations `reach` reaches that match `filters`, newest first.
 pub async fn list(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, filters: &Filters, page: &PageRequest) -> sqlx::Result<Page<Conversation>> {
-    let mut query = QueryBuilder::new(SELECT);
+    let mut query = QueryBuilder::new(select());
     query.push_bind(team_id);
     reach.push(&mut query, "c");
     if let Some(place) = &filters.place {

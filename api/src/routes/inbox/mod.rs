@@ -8,4 +8,5 @@ pub mod filing;
 pub mod messages;
 pub mod replies;
 pub mod rules;
+pub mod search;
 pub mod views;

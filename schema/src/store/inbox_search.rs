@@ -1,0 +1,59 @@
+//! Inbox search: conversations whose messages (subject, text, addresses) match a query,
+//! through the GIN index on each message's `tsvector`, best match first, each with a snippet
+//! of its best-matching message.
+
+use crate::store::conversations::Conversation;
+use crate::store::inbox::Reach;
+use sqlx::{PgConnection, QueryBuilder};
+use uuid::Uuid;
+
+/// A conversation that matched, with its best message.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Hit {
+    #[sqlx(flatten)]
+    pub conversation: Conversation,
+    pub rank: f32,
+    pub message_id: Uuid,
+    pub snippet: String,
+}
+
+/// The conversations `reach` reaches that match `text` (web-search syntax: words, `"a phrase"`,
+/// `-not`), best first; `after` continues after that conversation of an earlier page.
+pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text: &str, limit: i64, after: Option<Uuid>) -> sqlx::Result<(Vec<Hit>, bool)> {
+    let mut query = QueryBuilder::new("WITH q AS (SELECT websearch_to_tsquery('simple', ");
+    query.push_bind(text.to_string());
+    query.push(
+        ") AS query),
+         matched AS (
+             SELECT m.conversation_id, m.id, ts_rank(m.search, q.query) AS rank
+             FROM inbox_messages m, q WHERE m.search @@ q.query AND m.team_id = ",
+    );
+    query.push_bind(team_id);
+    query.push(
+        "), best AS (
+             SELECT DISTINCT ON (conversation_id) conversation_id, id AS message_id, rank FROM matched ORDER BY conversation_id, rank DESC, id DESC
+         ), page AS (
+             SELECT b.* FROM best b JOIN inbox_conversations v ON v.id = b.conversation_id JOIN inbox_channels c ON c.id = v.channel_id WHERE true",
+    );
+    reach.push(&mut query, "c");
+    if let Some(after) = after {
+        query.push(" AND (b.rank, b.conversation_id) < (SELECT rank, conversation_id FROM best WHERE conversation_id = ").push_bind(after).push(")");
+    }
+    query.push(" ORDER BY b.rank DESC, b.conversation_id DESC LIMIT ").push_bind(limit + 1);
+    query.push(") ");
+    query.push(format!(
+        "SELECT {}, page.rank, page.message_id,
+                ts_headline('simple', COALESCE(r.text, hm.text, hm.subject, ''), (SELECT query FROM q), 'MaxFragments=1, MaxWords=24, MinWords=8') AS snippet
+         FROM page JOIN inbox_conversations v ON v.id = page.conversation_id {}
+         JOIN inbox_messages hm ON hm.id = page.message_id LEFT JOIN received_emails r ON r.id = hm.received_email_id
+         WHERE v.team_id = ",
+        crate::store::conversations::COLUMNS,
+        crate::store::conversations::JOINS
+    ));
+    query.push_bind(team_id);
+    query.push(" ORDER BY page.rank DESC, page.conversation_id DESC");
+    let mut hits: Vec<Hit> = query.build_query_as().fetch_all(conn).await?;
+    let more = hits.len() as i64 > limit;
+    hits.truncate(limit as usize);
+    Ok((hits, more))
+}
