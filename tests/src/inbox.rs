@@ -115,3 +115,46 @@ pub async fn write_in(desk: &Desk, from: &str, to: &str, subject: &str, message_
     );
     crate::smtp::submit(desk.smtp_port, from, &format!("{to}@{SENDING_DOMAIN}"), raw.as_bytes()).await.expect("the inbound server takes the message");
 }
+
+/// An OAuth access token of `person` in `team_id` with `scopes`, as an agent's approved grant
+/// would hold (written as the token endpoint writes it).
+pub async fn token(app: &TestApp, person: &Person, team_id: Uuid, scopes: &[&str]) -> String {
+    let (client, grant) = (Uuid::now_v7(), Uuid::now_v7());
+    sqlx::query("INSERT INTO oauth_clients (id, client_id, registration_token_hash, client_name, redirect_uris, grant_types, response_types) VALUES ($1, $2, $3, 'Desk agent', '{https://agent.example/cb}', '{authorization_code}', '{code}')")
+        .bind(client)
+        .bind(format!("rkoc_{}", client.simple()))
+        .bind(schema::secret::hash(&format!("rkor_{}", client.simple())))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO oauth_grants (id, team_id, person_id, client_id, scopes) VALUES ($1, $2, $3, $4, $5)")
+        .bind(grant)
+        .bind(team_id)
+        .bind(person.id)
+        .bind(client)
+        .bind(scopes)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let token = format!("rko_{}", Uuid::now_v7().simple());
+    sqlx::query("INSERT INTO oauth_tokens (id, token_hash, kind, grant_id, family_id, scopes, expires_at) VALUES ($1, $2, 'access', $3, $1, $4, now() + interval '1 hour')")
+        .bind(Uuid::now_v7())
+        .bind(schema::secret::hash(&token))
+        .bind(grant)
+        .bind(scopes)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    token
+}
+
+/// Calls an MCP tool over `/mcp` (JSON-RPC, stateless) with `token`; answers whether it
+/// failed and its text.
+pub async fn tool(app: &TestApp, token: &str, name: &str, arguments: Value) -> (bool, String) {
+    let call = json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": { "name": name, "arguments": arguments } });
+    let answer = app.request_as(token, Method::POST, "/mcp").header("accept", "application/json, text/event-stream").json(&call).send().await.unwrap();
+    let body: Value = answer.json().await.unwrap();
+    let result = &body["result"];
+    assert!(result.is_object(), "{body}");
+    (result["isError"] == true, result["content"][0]["text"].as_str().unwrap_or_default().to_string())
+}

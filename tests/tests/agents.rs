@@ -92,7 +92,13 @@ async fn authlib_runs_the_pkce_flow_through_the_consent_page_in_chromium_and_the
     agent.arg(script("mcp_client.py")).args([base.as_str(), access, &format!("Agent <agent@{SENDING_DOMAIN}>"), &to]);
     let answer = json_of(&run_ok(agent).await);
     let tools: Vec<&str> = answer["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
-    assert_eq!(tools, ["create_broadcast_draft", "find_contacts", "get_domain", "get_email", "list_domains", "list_emails", "list_segments", "send_email", "upsert_contact"]);
+    assert_eq!(
+        tools,
+        [
+            "create_broadcast_draft", "find_contacts", "get_domain", "get_email", "list_domains", "list_emails", "list_inbox_conversations", "list_segments",
+            "read_inbox_conversation", "reply_to_inbox_conversation", "search_inbox", "send_email", "upsert_contact"
+        ]
+    );
     assert_eq!(answer["segments_refused"], true, "list_segments needs contacts:read, which the token lacks: {}", answer["segments_answer"]);
     assert!(answer["segments_answer"].as_str().unwrap().contains("invalid_permission"));
 

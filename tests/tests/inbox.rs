@@ -442,3 +442,40 @@ async fn search_finds_conversations_by_subject_body_and_address_best_first_withi
         as_key(app, &key, Method::GET, &format!("/inbox/search?q={bad}"), None).await.assert_error(422, "invalid_parameter");
     }
 }
+
+#[tokio::test]
+async fn a_token_needs_each_inbox_scope_and_an_agent_reads_searches_and_replies_through_mcp() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    write_in(&desk, "carol@inbox.test", "support", "Invoice missing", "m1@inbox.test", "").await;
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+    let reader = inbox::token(app, &member, app.team_id, &["inbox:read"]).await;
+    let writer = inbox::token(app, &member, app.team_id, &["inbox:write"]).await;
+    let both = inbox::token(app, &member, app.team_id, &["inbox:read", "inbox:write"]).await;
+    let listed = eventually(|| async { as_key(app, &reader, Method::GET, "/inbox/conversations", None).await.body["data"][0]["id"].as_str().map(str::to_string) }).await;
+    // One Inbox scope does not imply the other.
+    as_key(app, &writer, Method::GET, "/inbox/conversations", None).await.assert_error(403, "invalid_permission");
+    as_key(app, &reader, Method::POST, &format!("/inbox/conversations/{listed}/notes"), Some(json!({ "text": "n" }))).await.assert_error(403, "invalid_permission");
+    assert_eq!(as_key(app, &writer, Method::POST, &format!("/inbox/conversations/{listed}/notes"), Some(json!({ "text": "n" }))).await.status, 201);
+
+    let (failed, found) = inbox::tool(app, &reader, "search_inbox", json!({ "q": "invoice" })).await;
+    assert!(!failed && found.contains(&listed), "{found}");
+    let (failed, read) = inbox::tool(app, &reader, "read_inbox_conversation", json!({ "id": listed })).await;
+    assert!(!failed && read.contains("Invoice missing"), "{read}");
+    let (failed, refused) = inbox::tool(app, &reader, "reply_to_inbox_conversation", json!({ "conversation_id": listed, "text": "On it" })).await;
+    assert!(failed && refused.contains("invalid_permission"), "{refused}");
+    let (failed, replied) = inbox::tool(app, &both, "reply_to_inbox_conversation", json!({ "conversation_id": listed, "text": "On it" })).await;
+    assert!(!failed, "{replied}");
+    let arrived = desk.mail.sink.wait_for(1, std::time::Duration::from_secs(30)).await;
+    assert_eq!(arrived[0].header("Subject").as_deref(), Some("Re: Invoice missing"));
+    // The tool's call is the route's own, logged with source `mcp` (and no body).
+    let source: String = eventually(|| async {
+        sqlx::query_scalar("SELECT source FROM request_logs WHERE endpoint = '/inbox/conversations/{conversation_id}/replies' AND response_status = 201")
+            .fetch_optional(&app.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(source, "mcp");
+}

@@ -122,6 +122,27 @@ pub struct BroadcastDraft {
     pub name: Option<String>,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct InboxQuery {
+    /// Words, `"a phrase"` or `-excluded` words, 1 to 200 characters.
+    pub q: String,
+    /// Matches per page, 1 to 100 (default 20).
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct InboxReply {
+    /// The conversation's id.
+    pub conversation_id: String,
+    /// The reply as text.
+    pub text: Option<String>,
+    /// The reply as HTML.
+    pub html: Option<String>,
+    /// The latest customer message's id, as the conversation shows it: a newer one makes the
+    /// reply a conflict to read first.
+    pub in_reply_to: Option<String>,
+}
+
 #[tool_router]
 impl Tools {
     fn new(app: AppSlot) -> Self {
@@ -205,6 +226,27 @@ impl Tools {
         self.call_route(&parts, Method::GET, &paged("/segments", &page), None).await
     }
 
+    #[tool(description = "List the support Inbox's open conversations, newest first (needs inbox:read).")]
+    async fn list_inbox_conversations(&self, Extension(parts): Extension<http::request::Parts>, Parameters(page): Parameters<ListPage>) -> Result<CallToolResult, McpError> {
+        self.call_route(&parts, Method::GET, &paged("/inbox/conversations", &page), None).await
+    }
+
+    #[tool(description = "Read an Inbox conversation's messages and notes, oldest first (needs inbox:read).")]
+    async fn read_inbox_conversation(&self, Extension(parts): Extension<http::request::Parts>, Parameters(conversation): Parameters<ById>) -> Result<CallToolResult, McpError> {
+        self.call_route(&parts, Method::GET, &format!("/inbox/conversations/{}/messages?limit=100", segment(&conversation.id)), None).await
+    }
+
+    #[tool(description = "Search the Inbox's conversations by subject, message text or address, best match first (needs inbox:read).")]
+    async fn search_inbox(&self, Extension(parts): Extension<http::request::Parts>, Parameters(query): Parameters<InboxQuery>) -> Result<CallToolResult, McpError> {
+        self.call_route(&parts, Method::GET, &format!("/inbox/search?q={}&limit={}", segment(&query.q), query.limit.unwrap_or(20)), None).await
+    }
+
+    #[tool(description = "Reply to an Inbox conversation's customer from its channel's address (needs inbox:write).")]
+    async fn reply_to_inbox_conversation(&self, Extension(parts): Extension<http::request::Parts>, Parameters(reply): Parameters<InboxReply>) -> Result<CallToolResult, McpError> {
+        let body = json!({ "text": reply.text, "html": reply.html, "in_reply_to": reply.in_reply_to });
+        self.call_route(&parts, Method::POST, &format!("/inbox/conversations/{}/replies", segment(&reply.conversation_id)), Some(body)).await
+    }
+
     #[tool(description = "Create a broadcast draft for a segment; it is not sent (needs broadcasts:write).")]
     async fn create_broadcast_draft(&self, Extension(parts): Extension<http::request::Parts>, Parameters(draft): Parameters<BroadcastDraft>) -> Result<CallToolResult, McpError> {
         let body = json!({ "segment_id": draft.segment_id, "from": draft.from, "subject": draft.subject, "html": draft.html, "text": draft.text, "name": draft.name });
@@ -217,7 +259,7 @@ impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("herald", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Herald's email API: send and read emails, list domains and their DNS records, find and upsert contacts, list segments, and draft broadcasts. Each tool acts with this token's scopes in its team.")
+            .with_instructions("Herald's email API: send and read emails, list domains and their DNS records, find and upsert contacts, list segments, draft broadcasts, and read, search and answer the support Inbox. Each tool acts with this token's scopes in its team.")
     }
 }
 
