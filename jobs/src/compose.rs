@@ -127,6 +127,7 @@ impl Composer {
             broadcast_id: origin.broadcast_id,
             recipients: vec![NewRecipient { kind: "to", address: to.email, email: key, suppressed: origin.suppressed }],
             attachments: Vec::new(),
+            inbox_channel_id: None,
         }
     }
 }

@@ -119,3 +119,13 @@ CREATE INDEX inbox_messages_conversation_idx ON inbox_messages (conversation_id,
 -- Threading: a team's messages by Message-ID.
 CREATE INDEX inbox_messages_message_id_idx ON inbox_messages (team_id, message_id) WHERE message_id IS NOT NULL;
 CREATE INDEX inbox_messages_search_idx ON inbox_messages USING gin (search);
+
+-- Sent emails that named a channel in the `inbox` send field: the recipient's answer (its
+-- `In-Reply-To` naming the email's Message-ID) opens a conversation there, linked to the email.
+CREATE TABLE inbox_email_links (
+    email_id    uuid PRIMARY KEY,
+    team_id     uuid NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    channel_id  uuid NOT NULL REFERENCES inbox_channels (id) ON DELETE CASCADE,
+    message_id  text NOT NULL
+);
+CREATE INDEX inbox_email_links_message_idx ON inbox_email_links (team_id, message_id);

@@ -352,6 +352,9 @@ TOKENS = {
 RENAMED = {"get-received-email": {"email_id": "received_email_id"}, "list-received-email-attachments": {"email_id": "received_email_id"},
            "get-received-email-raw": {"email_id": "received_email_id"}}
 
+# Values of required query parameters.
+REQUIRED_QUERY = {"search-inbox": {"q": "received"}}
+
 # Operations answering a documented error rather than 200 here, with the reason.
 EXPECTED_ERRORS = {
     "get-domain-claim": (404, "a claim needs another team holding the domain"),
@@ -440,6 +443,9 @@ def call_every_get(spec, client, gen, ids, session=None):
         if missing:
             fail(what, f"no id for the path parameter `{missing}`: create the resource in create_resources()")
             continue
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query" and parameter.get("required"):
+                kwargs[snake(parameter["name"])] = REQUIRED_QUERY[op_id][parameter["name"]]
         try:
             response = module.sync_detailed(client=caller, **kwargs)
         except Exception as error:  # the generated parser raised on the answer

@@ -479,3 +479,40 @@ async fn a_token_needs_each_inbox_scope_and_an_agent_reads_searches_and_replies_
     .await;
     assert_eq!(source, "mcp");
 }
+
+#[tokio::test]
+async fn a_send_naming_a_channel_replies_to_it_and_the_answer_opens_a_conversation_linked_to_the_email() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let vip = channel(&desk, "vip", json!({ "restricted": true })).await;
+    let mut send = tests::mail::Mail::message("carol@inbox.test");
+    send["inbox"] = json!("support@acme.test");
+    let sent = app.post("/emails", send.clone()).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    let email_id = sent.body["id"].as_str().unwrap().to_string();
+    let arrived = desk.mail.sink.wait_for(1, std::time::Duration::from_secs(30)).await;
+    assert_eq!(arrived[0].header("Reply-To").as_deref(), Some("\"support desk\" <support@acme.test>"));
+
+    let answer = format!("In-Reply-To: <{email_id}@acme.test>\r\n");
+    write_in(&desk, "carol@inbox.test", "support", "Re: Hello", "answer@inbox.test", &answer).await;
+    let key = inbox_key(app, &desk.admin, "read", None).await;
+    let opened = eventually(|| async { conversations(&desk, &key, "").await.into_iter().next() }).await;
+    assert_eq!(opened["email_id"], email_id.as_str(), "the conversation is linked to the email it answers");
+
+    // Refused: an unknown channel, with reply_to, a restricted channel for a key not limited to it.
+    let emails = app.count("emails").await;
+    let mut unknown = send.clone();
+    unknown["inbox"] = json!("nobody@acme.test");
+    app.post("/emails", unknown).await.assert_error(422, "invalid_parameter");
+    let mut both = send.clone();
+    both["reply_to"] = json!("help@acme.test");
+    app.post("/emails", both).await.assert_error(422, "invalid_parameter");
+    let mut restricted = send.clone();
+    restricted["inbox"] = json!(vip);
+    app.post("/emails", restricted.clone()).await.assert_error(403, "invalid_permission");
+    assert_eq!(app.count("emails").await, emails);
+    let limited = inbox_key(app, &desk.admin, "write", Some(vec![vip.clone()])).await;
+    let allowed = as_key(app, &limited, Method::POST, "/emails", Some(restricted)).await;
+    assert_eq!(allowed.status, 200, "{}", allowed.body);
+}

@@ -226,13 +226,15 @@ async fn into_conversations(conn: &mut PgConnection, pending: &Pending, team_id:
             Some(found) => found,
             None => {
                 let customer = envelope.from_email.to_lowercase();
+                // An answer to a sent email that named this channel opens a conversation linked to it.
+                let email_id = inbox::linked_email(conn, team_id, channel.id, &pending.thread_ids).await?;
                 let new = NewConversation {
                     channel_id: channel.id,
                     subject: &envelope.subject,
                     customer_email: &customer,
                     customer_name: &envelope.from_name,
                     external_id: None,
-                    email_id: None,
+                    email_id,
                 };
                 let id = conversations::open(conn, team_id, &new).await?.ok_or_else(|| anyhow::anyhow!("opening a conversation wrote nothing"))?;
                 let facts = Facts { team_id, conversation_id: id, channel_id: channel.id, subject: &envelope.subject };

@@ -34,6 +34,9 @@ pub struct NewEmail {
     pub broadcast_id: Option<Uuid>,
     pub recipients: Vec<NewRecipient>,
     pub attachments: Vec<NewAttachment>,
+    /// The Inbox channel the `inbox` send field named: its address is the Reply-To, and the
+    /// answer opens a conversation linked to this email.
+    pub inbox_channel_id: Option<Uuid>,
 }
 
 /// One recipient of a new email.

@@ -237,3 +237,50 @@ pub async fn open_channels_at(conn: &mut PgConnection, team_id: Uuid, addresses:
     .fetch_all(conn)
     .await
 }
+
+/// The open shared channel of the team with this id or address (bare, any case): what the
+/// `inbox` send field names.
+pub async fn for_sending(conn: &mut PgConnection, team_id: Uuid, raw: &str) -> sqlx::Result<Option<Channel>> {
+    let id = crate::ids::parse_id(raw);
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM inbox_channels c WHERE c.team_id = $1 AND NOT c.closed AND c.personal_person_id IS NULL
+           AND (c.id = $2 OR c.address = lower(trim($3)))"
+    )))
+    .bind(team_id)
+    .bind(id)
+    .bind(raw)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Records sent emails that named a channel: `(email id, channel id, Message-ID)`.
+pub async fn link_emails(conn: &mut PgConnection, team_id: Uuid, links: &[(Uuid, Uuid, String)]) -> sqlx::Result<()> {
+    if links.is_empty() {
+        return Ok(());
+    }
+    let emails: Vec<Uuid> = links.iter().map(|l| l.0).collect();
+    let channels: Vec<Uuid> = links.iter().map(|l| l.1).collect();
+    let message_ids: Vec<&str> = links.iter().map(|l| l.2.as_str()).collect();
+    sqlx::query("INSERT INTO inbox_email_links (email_id, team_id, channel_id, message_id) SELECT e, $1, c, m FROM unnest($2::uuid[], $3::uuid[], $4::text[]) AS l(e, c, m)")
+        .bind(team_id)
+        .bind(&emails)
+        .bind(&channels)
+        .bind(&message_ids)
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+/// The sent email of the team that named `channel_id` and whose Message-ID is one of
+/// `message_ids` (a customer answering it).
+pub async fn linked_email(conn: &mut PgConnection, team_id: Uuid, channel_id: Uuid, message_ids: &[String]) -> sqlx::Result<Option<Uuid>> {
+    if message_ids.is_empty() {
+        return Ok(None);
+    }
+    sqlx::query_scalar("SELECT email_id FROM inbox_email_links WHERE team_id = $1 AND channel_id = $2 AND message_id = ANY($3) ORDER BY email_id DESC LIMIT 1")
+        .bind(team_id)
+        .bind(channel_id)
+        .bind(message_ids)
+        .fetch_optional(conn)
+        .await
+}

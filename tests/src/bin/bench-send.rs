@@ -87,6 +87,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
             suppressed: None,
         }],
         attachments: Vec::new(),
+        inbox_channel_id: None,
     }
 }
 

@@ -32,6 +32,9 @@ pub struct ParsedSend {
     html: Option<String>,
     text: Option<String>,
     scheduled_at: Option<DateTime<Utc>>,
+    /// The `inbox` field as sent, until [`prepare`] finds its channel.
+    inbox: Option<String>,
+    inbox_channel_id: Option<Uuid>,
     headers: BTreeMap<String, String>,
     tags: BTreeMap<String, String>,
     attachments: Vec<PendingAttachment>,
@@ -114,6 +117,7 @@ pub async fn prepare(
     if !problems.is_empty() {
         return Err(problems_error(problems));
     }
+    inbox_channels(&mut *state.pool.acquire().await?, caller, &mut parsed, indexed.then_some(&indexes)).await?;
     let facts = team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed, state.config.is_development()).await?;
     let mut emails = Vec::with_capacity(parsed.len());
     for (index, one) in indexes.into_iter().zip(parsed) {
@@ -198,6 +202,9 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         }
     }
     let attachments = parse_attachments(body.attachments.unwrap_or_default(), &mut p);
+    if body.inbox.is_some() && !reply_to.is_empty() {
+        p.add(ErrorKind::InvalidParameter, "inbox", "is not combinable with `reply_to`: the channel is the Reply-To");
+    }
     if body.template.is_some() && body.rendered_from.is_none() {
         p.add(ErrorKind::InvalidParameter, "template", "could not be applied");
     }
@@ -214,11 +221,36 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         html: body.html,
         text: body.text,
         scheduled_at,
+        inbox: body.inbox,
+        inbox_channel_id: None,
         headers,
         tags,
         attachments,
         template: body.rendered_from,
     })
+}
+
+/// Finds the channel of each send's `inbox` field and makes it the send's Reply-To: an open
+/// shared channel of the team, a restricted one only for a key limited to it.
+async fn inbox_channels(conn: &mut PgConnection, caller: &Caller, parsed: &mut [ParsedSend], indexes: Option<&Vec<usize>>) -> ApiResult<()> {
+    if parsed.iter().all(|send| send.inbox.is_none()) {
+        return Ok(());
+    }
+    let limit = schema::store::inbox::setup(conn, caller.team_id, caller.key_id).await?.key_channel_ids;
+    for (n, send) in parsed.iter_mut().enumerate() {
+        let Some(raw) = send.inbox.as_deref() else { continue };
+        let path = match indexes {
+            Some(indexes) => format!("[{}].inbox", indexes[n]),
+            None => "inbox".to_string(),
+        };
+        let channel = schema::store::inbox::for_sending(conn, caller.team_id, raw).await?.ok_or_else(|| ApiError::invalid_parameter(&path, "no open shared Inbox channel of the team has this id or address"))?;
+        if channel.restricted && !limit.as_ref().is_some_and(|ids| ids.contains(&channel.id)) {
+            return Err(ApiError::invalid_permission("The Inbox channel is restricted: only a key limited to it may name it.").with_error(path, "the channel is restricted"));
+        }
+        send.reply_to = vec![format!("\"{}\" <{}>", channel.name.replace(['"', '<', '>', '\\'], ""), channel.address)];
+        send.inbox_channel_id = Some(channel.id);
+    }
+    Ok(())
 }
 
 /// Renders the templates named by sends into their bodies (one statement loads them all):
@@ -487,6 +519,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
             })
             .collect(),
         attachments,
+        inbox_channel_id: send.inbox_channel_id,
     })
 }
 
@@ -496,6 +529,8 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
 pub async fn accept(conn: &mut PgConnection, team_id: Uuid, emails: Vec<NewEmail>, now: DateTime<Utc>) -> ApiResult<Vec<Uuid>> {
     let count = usage::Count { team_id, emails: emails.len() as i32, now };
     let usage = emails::insert_many(conn, &emails, Some(count)).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+    let links: Vec<(Uuid, Uuid, String)> = emails.iter().filter_map(|e| e.inbox_channel_id.map(|channel| (e.id, channel, e.message_id.clone()))).collect();
+    schema::store::inbox::link_emails(conn, team_id, &links).await?;
     let mut new_events = Vec::new();
     let mut jobs = Vec::new();
     for email in &emails {

@@ -88,6 +88,12 @@ pub struct SendEmail {
     pub scheduled_at: Option<String>,
     /// Custom headers, name to value; reserved headers are refused.
     pub headers: Option<BTreeMap<String, String>>,
+    /// An Inbox channel's id or address: Reply-To is the channel, and the recipient's answer
+    /// opens a conversation there linked to this email. An unknown channel is
+    /// `422 invalid_parameter`; a restricted one needs a key limited to it; not combinable with
+    /// `reply_to`.
+    #[oai(validator(max_length = 320))]
+    pub inbox: Option<String>,
     /// Up to 100 attachments.
     #[oai(validator(max_items = 100))]
     pub attachments: Option<Vec<AttachmentIn>>,

@@ -23,7 +23,7 @@ pub struct InboxChannelsApi;
 #[derive(Object, Deserialize)]
 pub struct CreateInboxChannel {
     /// 1 to 100 characters on one line, shown to teammates and as the sender name of replies.
-    #[oai(validator(max_length = 100))]
+    #[oai(validator(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: String,
     /// A receiving address on one of the team's domains with receiving on (`support@acme.com`).
     #[oai(validator(max_length = 320))]
@@ -38,7 +38,7 @@ pub struct CreateInboxChannel {
 #[derive(Object, Deserialize)]
 pub struct UpdateInboxChannel {
     /// 1 to 100 characters on one line.
-    #[oai(validator(max_length = 100))]
+    #[oai(validator(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: Option<String>,
     /// Only its members (and the team's admins) open it.
     pub restricted: Option<bool>,

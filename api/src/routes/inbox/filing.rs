@@ -22,7 +22,7 @@ pub struct InboxFilingApi;
 #[derive(Object, Deserialize)]
 pub struct CreateInboxLabel {
     /// 1 to 50 characters on one line.
-    #[oai(validator(max_length = 50))]
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: String,
     /// `#rrggbb` (default `#6b7280`).
     #[oai(validator(pattern = "^#[0-9a-fA-F]{6}$"))]
@@ -35,7 +35,7 @@ pub struct CreateInboxLabel {
 #[derive(Object, Deserialize)]
 pub struct UpdateInboxLabel {
     /// 1 to 50 characters on one line.
-    #[oai(validator(max_length = 50))]
+    #[oai(validator(min_length = 1, max_length = 50, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: Option<String>,
     /// `#rrggbb`.
     #[oai(validator(pattern = "^#[0-9a-fA-F]{6}$"))]
@@ -46,7 +46,7 @@ pub struct UpdateInboxLabel {
 #[derive(Object, Deserialize)]
 pub struct CreateInboxFolder {
     /// 1 to 100 characters on one line.
-    #[oai(validator(max_length = 100))]
+    #[oai(validator(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: String,
     /// The channel the folder files conversations of.
     pub channel_id: String,
@@ -58,7 +58,7 @@ pub struct CreateInboxFolder {
 #[derive(Object, Deserialize)]
 pub struct UpdateInboxFolder {
     /// 1 to 100 characters on one line.
-    #[oai(validator(max_length = 100))]
+    #[oai(validator(min_length = 1, max_length = 100, pattern = r"^[^\u0000-\u001F\u007F-\u009F]*[^\s\u0000-\u001F\u007F-\u009F][^\u0000-\u001F\u007F-\u009F]*$"))]
     pub name: Option<String>,
     /// The folder it nests in (of the same channel, not itself or one under it); `null` makes it
     /// top-level.
