@@ -25,6 +25,20 @@ pub async fn tick(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<()> {
         enqueue(&mut tx, &DomainSweep { period }).await?;
     }
     tx.commit().await?;
+    wake_snoozes(pool).await
+}
+
+/// Wakes the Inbox conversations whose snooze is due (each tick, so at most a tick late): they
+/// are `open` again, with their `inbox.conversation.status_changed` event.
+pub async fn wake_snoozes(pool: &PgPool) -> anyhow::Result<()> {
+    let mut tx = pool.begin().await?;
+    let woken = schema::store::inbox_people::wake_due(&mut tx).await?;
+    let events: Vec<_> = woken
+        .iter()
+        .map(|w| schema::inbox::Facts { team_id: w.team_id, conversation_id: w.conversation_id, channel_id: w.channel_id, subject: &w.subject }.status_changed("open", &w.previous_status))
+        .collect();
+    schema::store::events::emit(&mut tx, &events).await?;
+    tx.commit().await?;
     Ok(())
 }
 

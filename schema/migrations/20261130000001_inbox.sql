@@ -129,3 +129,19 @@ CREATE TABLE inbox_email_links (
     message_id  text NOT NULL
 );
 CREATE INDEX inbox_email_links_message_idx ON inbox_email_links (team_id, message_id);
+
+-- A person's own state of a conversation: read mark, star, snooze and reply draft. Keys have none.
+CREATE TABLE inbox_person_state (
+    conversation_id     uuid NOT NULL REFERENCES inbox_conversations (id) ON DELETE CASCADE,
+    person_id           uuid NOT NULL REFERENCES people (id) ON DELETE CASCADE,
+    team_id             uuid NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    read_at             timestamptz,
+    starred             boolean NOT NULL DEFAULT false,
+    snoozed_until       timestamptz,
+    draft_text          text,
+    draft_html          text,
+    draft_updated_at    timestamptz,
+    PRIMARY KEY (conversation_id, person_id)
+);
+-- The schedules' tick wakes due snoozes.
+CREATE INDEX inbox_person_state_snooze_idx ON inbox_person_state (snoozed_until) WHERE snoozed_until IS NOT NULL;

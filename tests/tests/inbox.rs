@@ -516,3 +516,46 @@ async fn a_send_naming_a_channel_replies_to_it_and_the_answer_opens_a_conversati
     let allowed = as_key(app, &limited, Method::POST, "/emails", Some(restricted)).await;
     assert_eq!(allowed.status, 200, "{}", allowed.body);
 }
+
+#[tokio::test]
+async fn a_teammates_fresh_draft_holds_off_other_replies_and_a_snooze_wakes_the_conversation_at_its_time() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let opened = as_key(app, &key, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": "support@acme.test", "from": { "email": "carol@inbox.test" }, "subject": "Help", "text": "Hi" }))).await;
+    let id = opened.body["id"].as_str().unwrap().to_string();
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+
+    // Mo is writing: Ada's reply and the key's wait; drafts are the session's alone.
+    let saved = as_person(app, &member, Method::PUT, &format!("/inbox/conversations/{id}/draft"), Some(json!({ "text": "Working on it" }))).await;
+    assert_eq!(saved.status, 200, "{}", saved.body);
+    as_key(app, &key, Method::PUT, &format!("/inbox/conversations/{id}/draft"), Some(json!({ "text": "x" }))).await.assert_error(403, "invalid_permission");
+    let blocked = as_person(app, &desk.admin, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Me too" }))).await;
+    blocked.assert_error(409, "conversation_conflict");
+    assert!(blocked.body["message"].as_str().unwrap().contains("Mo is replying"), "{}", blocked.body);
+    as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Bot" }))).await.assert_error(409, "conversation_conflict");
+    // Mo's own reply goes out and drops Mo's draft; then others may reply again.
+    let sent = as_person(app, &member, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Done" }))).await;
+    assert_eq!(sent.status, 201, "{}", sent.body);
+    as_person(app, &member, Method::DELETE, &format!("/inbox/conversations/{id}/draft"), None).await.assert_error(404, "not_found");
+    assert_eq!(as_person(app, &desk.admin, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Also" }))).await.status, 201);
+    // A draft older than a minute holds nothing off.
+    as_person(app, &member, Method::PUT, &format!("/inbox/conversations/{id}/draft"), Some(json!({ "text": "stale" }))).await;
+    sqlx::query("UPDATE inbox_person_state SET draft_updated_at = now() - interval '61 seconds'").execute(&app.pool).await.unwrap();
+    assert_eq!(as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/replies"), Some(json!({ "text": "Bot" }))).await.status, 201);
+
+    // Ada snoozes it: pending until the time, then open again (the schedules' tick wakes it).
+    let path = format!("/inbox/conversations/{id}");
+    let until = (chrono::Utc::now() + chrono::TimeDelta::minutes(5)).to_rfc3339();
+    let snoozed = as_person(app, &desk.admin, Method::PATCH, &path, Some(json!({ "snoozed_until": until }))).await;
+    assert_eq!(snoozed.body["status"], "pending", "{}", snoozed.body);
+    as_person(app, &desk.admin, Method::PATCH, &path, Some(json!({ "snoozed_until": "2000-01-01T00:00:00Z" }))).await.assert_error(422, "invalid_parameter");
+    jobs::schedule::wake_snoozes(&app.pool).await.unwrap();
+    assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body["status"], "pending", "not due yet");
+    sqlx::query("UPDATE inbox_person_state SET snoozed_until = now() - interval '1 second' WHERE snoozed_until IS NOT NULL").execute(&app.pool).await.unwrap();
+    jobs::schedule::wake_snoozes(&app.pool).await.unwrap();
+    assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body["status"], "open");
+    let changes = events_of(&desk, "inbox.conversation.status_changed").await;
+    assert_eq!(changes.last().unwrap()["previous_status"], "pending");
+}

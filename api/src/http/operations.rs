@@ -298,6 +298,8 @@ pub static OPERATIONS: &[Operation] = &[
     inbox("create-inbox-folder", Method::POST, "/inbox/folders", "write"),
     inbox("update-inbox-folder", Method::PATCH, "/inbox/folders/{folder_id}", "write"),
     inbox("delete-inbox-folder", Method::DELETE, "/inbox/folders/{folder_id}", "write"),
+    inbox_setup("save-inbox-draft", Method::PUT, "/inbox/conversations/{conversation_id}/draft"),
+    inbox_setup("delete-inbox-draft", Method::DELETE, "/inbox/conversations/{conversation_id}/draft"),
     inbox("create-inbox-reply", Method::POST, "/inbox/conversations/{conversation_id}/replies", "write").body(CONTENT_BODY),
     inbox("create-inbox-note", Method::POST, "/inbox/conversations/{conversation_id}/notes", "write").body(CONTENT_BODY),
 ];
@@ -309,7 +311,7 @@ const fn inbox(id: &'static str, method: Method, path: &'static str, level: &'st
     Operation { id, method, path, access: Access::Inbox, scope: Some(scope), inbox_access: Some(level), carries_send_content: false, body_limit: SMALL_BODY }
 }
 
-/// Setting the Inbox up: a team admin signed in to the dashboard.
+/// The dashboard session only: setting the Inbox up (a team admin), and a person's own drafts.
 const fn inbox_setup(id: &'static str, method: Method, path: &'static str) -> Operation {
     Operation { id, method, path, access: Access::Session, scope: None, inbox_access: Some("write"), carries_send_content: false, body_limit: SMALL_BODY }
 }

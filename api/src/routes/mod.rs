@@ -135,6 +135,7 @@ apis!(
         inbox::replies::InboxRepliesApi,
         inbox::filing::InboxFilingApi,
         inbox::search::InboxSearchApi,
+        inbox::drafts::InboxDraftsApi,
     ],
 );
 

@@ -19,6 +19,7 @@ pub mod imports;
 pub mod inbox;
 pub mod inbox_filing;
 pub mod inbox_messages;
+pub mod inbox_people;
 pub mod inbox_search;
 pub mod jobs;
 pub mod keys;

@@ -45,6 +45,22 @@ impl Actor {
         Ok(Actor { team_id: caller.team_id, reach, who })
     }
 
+    /// The actor of a dashboard session on a session-only Inbox route (drafts): the person in
+    /// their current team; a viewer is refused, as for any write.
+    pub async fn of_session(conn: &mut PgConnection, session: &schema::store::people::Session) -> ApiResult<Actor> {
+        let Some(team_id) = session.team_id else {
+            return Err(ApiError::invalid_permission("The session has no current team: switch to one first."));
+        };
+        if session.role.as_deref() == Some("viewer") {
+            return Err(ApiError::invalid_permission("A viewer of the team reads the Inbox and cannot write to it."));
+        }
+        if !inbox::setup(conn, team_id, None).await?.has_open_channel {
+            return Err(ApiError::new(ErrorKind::InboxNotSetUp, "The team's Inbox is not set up: a team admin adds a channel first (`POST /inbox/channels`)."));
+        }
+        let person_id = session.person_id;
+        Ok(Actor { team_id, reach: Reach::Person { person_id, admin: session.role.as_deref() == Some("admin"), personal: true }, who: Who::Person { person_id } })
+    }
+
     /// The channel named by `raw` (its id or its address) when this actor reaches it.
     pub async fn channel(&self, conn: &mut PgConnection, raw: &str) -> ApiResult<Option<inbox::Channel>> {
         if let Some(id) = schema::ids::parse_id(raw) {

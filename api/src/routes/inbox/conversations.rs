@@ -73,7 +73,8 @@ pub struct UpdateInboxConversation {
     /// Labels of the team or of the conversation's channel; replaces its labels.
     #[oai(validator(max_items = 100))]
     pub label_ids: Option<Vec<String>>,
-    /// When to bring it back to the signed-in person; a key cannot snooze
+    /// When to bring it back (a person only, within a year): it is `pending` until then and
+    /// `open` again from then on (woken within 30 seconds). A key cannot snooze
     /// (`422 snooze_needs_a_person`): it sets `pending` instead.
     pub snoozed_until: Option<chrono::DateTime<chrono::Utc>>,
 }
@@ -256,16 +257,24 @@ impl InboxConversationsApi {
         let body = body.0;
         let mut tx = state.pool.begin().await?;
         let actor = Actor::of(&mut tx, &caller).await?;
-        if body.snoozed_until.is_some() {
-            return Err(if actor.is_key() {
-                ApiError::new(ErrorKind::SnoozeNeedsAPerson, "An API key cannot snooze a conversation; set its status to `pending` instead.")
-            } else {
-                ApiError::invalid_parameter("snoozed_until", "snoozing is not available yet; set the status to `pending`")
-            });
+        let snooze = body.snoozed_until;
+        if let Some(until) = snooze {
+            if actor.is_key() {
+                return Err(ApiError::new(ErrorKind::SnoozeNeedsAPerson, "An API key cannot snooze a conversation; set its status to `pending` instead."));
+            }
+            let now = chrono::Utc::now();
+            if until <= now || until > now + chrono::TimeDelta::days(365) {
+                return Err(ApiError::invalid_parameter("snoozed_until", "must be in the future, within a year"));
+            }
         }
         let current = conversations::get(&mut tx, actor.team_id, id, &actor.reach, true).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
         rules::check_version(&current, expected)?;
-        let change = rules::change(&mut tx, &actor, &current, body).await?;
+        let mut change = rules::change(&mut tx, &actor, &current, body).await?;
+        if let (Some(until), crate::routes::inbox::actor::Who::Person { person_id }) = (snooze, &actor.who) {
+            // Snoozed: pending until it wakes (then open again).
+            change.status.get_or_insert_with(|| "pending".to_string());
+            schema::store::inbox_people::snooze(&mut tx, actor.team_id, current.id, *person_id, until).await?;
+        }
         let facts = Facts { team_id: actor.team_id, conversation_id: current.id, channel_id: current.channel_id, subject: &current.subject };
         let mut new_events = Vec::new();
         if let Some(assignee) = change.assignee_id

@@ -4,6 +4,7 @@
 pub mod actor;
 pub mod channels;
 pub mod conversations;
+pub mod drafts;
 pub mod filing;
 pub mod messages;
 pub mod replies;

@@ -52,8 +52,9 @@ pub enum ReplyResponse {
 impl InboxRepliesApi {
     /// Reply to the customer (access `write`): sent from the channel's name and address through
     /// the send path, threaded under the customer's latest message. A conversation in spam or
-    /// trash, or an `in_reply_to` that is not the latest customer message, is
-    /// `409 conversation_conflict`.
+    /// trash, a teammate's draft saved in the last minute, or an `in_reply_to` that is not the
+    /// latest customer message, is `409 conversation_conflict`. The replying person's own draft
+    /// is dropped.
     #[oai(path = "/inbox/conversations/:conversation_id/replies", method = "post", operation_id = "create-inbox-reply")]
     async fn reply(&self, state: Data<&AppState>, caller: Data<&Caller>, conversation_id: Path<String>, body: Body<CreateInboxReply>) -> ApiResult<ReplyResponse> {
         let id = path_id(&conversation_id.0, "Conversation")?;
@@ -64,6 +65,13 @@ impl InboxRepliesApi {
         let actor = Actor::of(&mut tx, &caller).await?;
         let conversation = conversations::get(&mut tx, actor.team_id, id, &actor.reach, true).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
         rules::check_not_binned(&conversation)?;
+        let me = match actor.who {
+            crate::routes::inbox::actor::Who::Person { person_id } => Some(person_id),
+            crate::routes::inbox::actor::Who::Key { .. } => None,
+        };
+        if let Some(teammate) = schema::store::inbox_people::replying(&mut tx, conversation.id, me).await? {
+            return Err(ApiError::new(ErrorKind::ConversationConflict, format!("{teammate} is replying to this conversation (a draft saved in the last minute).")));
+        }
         let latest = conversation.latest_customer_message_id;
         if let Some(named) = body.in_reply_to.as_deref()
             && latest.is_some_and(|latest| latest.to_string() != named.trim())
@@ -117,6 +125,9 @@ impl InboxRepliesApi {
             ..NewMessage::default()
         };
         let (message, _) = inbox_messages::add(&mut tx, actor.team_id, &reply).await?;
+        if let Some(person) = me {
+            schema::store::inbox_people::drop_draft(&mut tx, conversation.id, person).await?;
+        }
         let facts = Facts { team_id: actor.team_id, conversation_id: conversation.id, channel_id: channel.id, subject: &conversation.subject };
         events::emit(&mut tx, &[facts.reply(message, email_ids.first().copied())]).await?;
         let written = inbox_messages::get(&mut tx, conversation.id, message).await?.ok_or_else(|| anyhow::anyhow!("the reply just written is gone"))?;
