@@ -559,3 +559,26 @@ async fn a_teammates_fresh_draft_holds_off_other_replies_and_a_snooze_wakes_the_
     let changes = events_of(&desk, "inbox.conversation.status_changed").await;
     assert_eq!(changes.last().unwrap()["previous_status"], "pending");
 }
+
+#[tokio::test]
+async fn read_marks_and_stars_are_each_persons_own_and_a_key_has_none() {
+    let desk = desk().await;
+    let app = desk.app();
+    channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    let opened = as_key(app, &key, Method::POST, "/inbox/conversations", Some(json!({ "channel_id": "support@acme.test", "from": { "email": "c@x.example" }, "text": "Hi" }))).await;
+    let path = format!("/inbox/conversations/{}", opened.body["id"].as_str().unwrap());
+    let member = inbox::person(app, app.team_id, "member", "Mo").await;
+    let marked = as_person(app, &desk.admin, Method::PATCH, &path, Some(json!({ "read": true, "starred": true }))).await;
+    assert_eq!(marked.status, 200, "{}", marked.body);
+    assert_eq!((marked.body["mine"]["read"].as_bool(), marked.body["mine"]["starred"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(marked.body["version"], opened.body["version"], "a person's marks do not change the conversation");
+    let theirs = as_person(app, &member, Method::GET, &path, None).await;
+    assert_eq!((theirs.body["mine"]["read"].as_bool(), theirs.body["mine"]["starred"].as_bool()), (Some(false), Some(false)), "{}", theirs.body);
+    let listed = as_person(app, &desk.admin, Method::GET, "/inbox/conversations", None).await;
+    assert_eq!(listed.body["data"][0]["mine"]["starred"], true);
+    assert_eq!(as_key(app, &key, Method::GET, &path, None).await.body["mine"], Value::Null, "a key sees no one's marks");
+    as_key(app, &key, Method::PATCH, &path, Some(json!({ "starred": true }))).await.assert_error(422, "invalid_parameter");
+    let unread = as_person(app, &desk.admin, Method::PATCH, &path, Some(json!({ "read": false }))).await;
+    assert_eq!((unread.body["mine"]["read"].as_bool(), unread.body["mine"]["starred"].as_bool()), (Some(false), Some(true)));
+}

@@ -104,3 +104,39 @@ pub async fn wake_due(conn: &mut PgConnection) -> sqlx::Result<Vec<Woken>> {
     .fetch_all(conn)
     .await
 }
+
+/// Sets the person's read mark and star (`None` leaves one alone).
+pub async fn mark(conn: &mut PgConnection, team_id: Uuid, conversation_id: Uuid, person_id: Uuid, read: Option<bool>, starred: Option<bool>) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO inbox_person_state (conversation_id, person_id, team_id, read_at, starred) VALUES ($1, $2, $3, CASE WHEN $4 THEN now() END, COALESCE($5, false))
+         ON CONFLICT (conversation_id, person_id) DO UPDATE SET
+             read_at = CASE WHEN $4 IS NULL THEN inbox_person_state.read_at WHEN $4 THEN now() ELSE NULL END,
+             starred = COALESCE($5, inbox_person_state.starred)",
+    )
+    .bind(conversation_id)
+    .bind(person_id)
+    .bind(team_id)
+    .bind(read)
+    .bind(starred)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// A person's state of one conversation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Mine {
+    pub conversation_id: Uuid,
+    pub read_at: Option<DateTime<Utc>>,
+    pub starred: bool,
+    pub snoozed_until: Option<DateTime<Utc>>,
+}
+
+/// The person's state of each of `conversation_ids` that has one.
+pub async fn mine(conn: &mut PgConnection, person_id: Uuid, conversation_ids: &[Uuid]) -> sqlx::Result<Vec<Mine>> {
+    sqlx::query_as("SELECT conversation_id, read_at, starred, snoozed_until FROM inbox_person_state WHERE person_id = $1 AND conversation_id = ANY($2)")
+        .bind(person_id)
+        .bind(conversation_ids)
+        .fetch_all(conn)
+        .await
+}

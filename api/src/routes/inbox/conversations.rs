@@ -73,6 +73,11 @@ pub struct UpdateInboxConversation {
     /// Labels of the team or of the conversation's channel; replaces its labels.
     #[oai(validator(max_items = 100))]
     pub label_ids: Option<Vec<String>>,
+    /// The signed-in person's read mark (dashboard session only; a key or token has none:
+    /// `422 invalid_parameter`). Not a change of the conversation: its version stays.
+    pub read: Option<bool>,
+    /// The signed-in person's star (dashboard session only, as `read`).
+    pub starred: Option<bool>,
     /// When to bring it back (a person only, within a year): it is `pending` until then and
     /// `open` again from then on (woken within 30 seconds). A key cannot snooze
     /// (`422 snooze_needs_a_person`): it sets `pending` instead.
@@ -224,7 +229,9 @@ impl InboxConversationsApi {
         let mut conn = state.pool.acquire().await?;
         let actor = Actor::of(&mut conn, &caller).await?;
         let page = conversations::list(&mut conn, actor.team_id, &actor.reach, &filters, &page).await?;
-        Ok(Json(InboxConversationList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(views::conversation).collect() }))
+        let mut data: Vec<InboxConversation> = page.data.into_iter().map(views::conversation).collect();
+        views::fill_mine(&mut conn, &actor, &mut data).await?;
+        Ok(Json(InboxConversationList { object: "list".into(), has_more: page.has_more, data }))
     }
 
     /// Retrieve a conversation; `ETag` carries its version for `If-Match`.
@@ -235,7 +242,10 @@ impl InboxConversationsApi {
         let actor = Actor::of(&mut conn, &caller).await?;
         let found = conversations::get(&mut conn, actor.team_id, id, &actor.reach, false).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
         let etag = rules::etag(found.version);
-        Ok(ConversationResponse::Ok(Json(views::conversation(found)), etag))
+        let mut view = [views::conversation(found)];
+        views::fill_mine(&mut conn, &actor, &mut view).await?;
+        let [view] = view;
+        Ok(ConversationResponse::Ok(Json(view), etag))
     }
 
     /// Change a conversation's status, place, folder, assignee or labels (access `write`). With
@@ -258,6 +268,14 @@ impl InboxConversationsApi {
         let mut tx = state.pool.begin().await?;
         let actor = Actor::of(&mut tx, &caller).await?;
         let snooze = body.snoozed_until;
+        let marks = (body.read, body.starred);
+        let session_person = match actor.reach {
+            schema::store::inbox::Reach::Person { person_id, personal: true, .. } => Some(person_id),
+            _ => None,
+        };
+        if (marks.0.is_some() || marks.1.is_some()) && session_person.is_none() {
+            return Err(ApiError::invalid_parameter(if marks.0.is_some() { "read" } else { "starred" }, "read marks and stars belong to a person signed in to the dashboard; a key or token has none"));
+        }
         if let Some(until) = snooze {
             if actor.is_key() {
                 return Err(ApiError::new(ErrorKind::SnoozeNeedsAPerson, "An API key cannot snooze a conversation; set its status to `pending` instead."));
@@ -287,11 +305,22 @@ impl InboxConversationsApi {
         {
             new_events.push(facts.status_changed(status, &current.status));
         }
-        conversations::update(&mut tx, current.id, &change).await?;
+        if let Some(person) = session_person
+            && (marks.0.is_some() || marks.1.is_some())
+        {
+            schema::store::inbox_people::mark(&mut tx, actor.team_id, current.id, person, marks.0, marks.1).await?;
+        }
+        let changes_conversation = change.status.is_some() || change.place.is_some() || change.folder_id.is_some() || change.assignee_id.is_some() || change.label_ids.is_some();
+        if changes_conversation {
+            conversations::update(&mut tx, current.id, &change).await?;
+        }
         events::emit(&mut tx, &new_events).await?;
         let updated = conversations::get(&mut tx, actor.team_id, id, &actor.reach, false).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
-        tx.commit().await?;
         let etag = rules::etag(updated.version);
-        Ok(ConversationResponse::Ok(Json(views::conversation(updated)), etag))
+        let mut view = [views::conversation(updated)];
+        views::fill_mine(&mut tx, &actor, &mut view).await?;
+        tx.commit().await?;
+        let [view] = view;
+        Ok(ConversationResponse::Ok(Json(view), etag))
     }
 }

@@ -94,6 +94,37 @@ pub struct InboxConversation {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// The signed-in person's own read mark, star and snooze (dashboard session only; `null`
+    /// for a key or token, which have none).
+    pub mine: Nullable<InboxMine>,
+}
+
+/// A person's own state of a conversation.
+#[derive(Object, Clone)]
+pub struct InboxMine {
+    /// Whether the person marked it read (and has not marked it unread since).
+    pub read: bool,
+    /// Whether the person starred it.
+    pub starred: bool,
+    /// When the person's snooze wakes it, or `null`.
+    pub snoozed_until: Nullable<DateTime<Utc>>,
+}
+
+/// Fills in `mine` for a person signed in to the dashboard.
+pub async fn fill_mine(conn: &mut sqlx::PgConnection, actor: &crate::routes::inbox::actor::Actor, views: &mut [InboxConversation]) -> crate::http::error::ApiResult<()> {
+    let schema::store::inbox::Reach::Person { person_id, personal: true, .. } = actor.reach else { return Ok(()) };
+    let ids: Vec<uuid::Uuid> = views.iter().filter_map(|v| schema::ids::parse_id(&v.id)).collect();
+    let states = schema::store::inbox_people::mine(conn, person_id, &ids).await?;
+    for view in views {
+        let state = states.iter().find(|s| s.conversation_id.to_string() == view.id);
+        view.mine = Some(InboxMine {
+            read: state.is_some_and(|s| s.read_at.is_some()),
+            starred: state.is_some_and(|s| s.starred),
+            snoozed_until: state.and_then(|s| s.snoozed_until).into(),
+        })
+        .into();
+    }
+    Ok(())
 }
 
 pub fn conversation(c: Conversation) -> InboxConversation {
@@ -118,6 +149,7 @@ pub fn conversation(c: Conversation) -> InboxConversation {
         last_message_at: c.last_message_at,
         created_at: c.created_at,
         updated_at: c.updated_at,
+        mine: None.into(),
     }
 }
 
