@@ -438,6 +438,9 @@ async fn search_finds_conversations_by_subject_body_and_address_best_first_withi
     let second = as_key(app, &key, Method::GET, &format!("/inbox/search?q=invoice&limit=1&after={after}"), None).await;
     assert_eq!(second.body["data"][0]["conversation"]["subject"], "Refund", "{}", second.body);
     assert_eq!(second.body["has_more"], false);
+    let refund = second.body["data"][0]["conversation"]["id"].as_str().unwrap();
+    let back = as_key(app, &key, Method::GET, &format!("/inbox/search?q=invoice&limit=1&before={refund}"), None).await;
+    assert_eq!(back.body["data"][0]["conversation"]["subject"], "Invoice question", "{}", back.body);
     for bad in ["%20%20", &"x".repeat(201)] {
         as_key(app, &key, Method::GET, &format!("/inbox/search?q={bad}"), None).await.assert_error(422, "invalid_parameter");
     }

@@ -3,6 +3,7 @@
 //! of its best-matching message.
 
 use crate::store::conversations::Conversation;
+use crate::page::Cursor;
 use crate::store::inbox::Reach;
 use sqlx::{PgConnection, QueryBuilder};
 use uuid::Uuid;
@@ -18,8 +19,9 @@ pub struct Hit {
 }
 
 /// The conversations `reach` reaches that match `text` (web-search syntax: words, `"a phrase"`,
-/// `-not`), best first; `after` continues after that conversation of an earlier page.
-pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text: &str, limit: i64, after: Option<Uuid>) -> sqlx::Result<(Vec<Hit>, bool)> {
+/// `-not`), best first; a cursor continues after (`After`) or before (`Before`) that
+/// conversation of another page.
+pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text: &str, limit: i64, cursor: Option<Cursor>) -> sqlx::Result<(Vec<Hit>, bool)> {
     let mut query = QueryBuilder::new("WITH q AS (SELECT websearch_to_tsquery('simple', ");
     query.push_bind(text.to_string());
     query.push(
@@ -36,10 +38,17 @@ pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text:
              SELECT b.* FROM best b JOIN inbox_conversations v ON v.id = b.conversation_id JOIN inbox_channels c ON c.id = v.channel_id WHERE true",
     );
     reach.push(&mut query, "c");
-    if let Some(after) = after {
-        query.push(" AND (b.rank, b.conversation_id) < (SELECT rank, conversation_id FROM best WHERE conversation_id = ").push_bind(after).push(")");
+    let backwards = matches!(cursor, Some(Cursor::Before(_)));
+    match cursor {
+        Some(Cursor::After(id)) => {
+            query.push(" AND (b.rank, b.conversation_id) < (SELECT rank, conversation_id FROM best WHERE conversation_id = ").push_bind(id).push(")");
+        }
+        Some(Cursor::Before(id)) => {
+            query.push(" AND (b.rank, b.conversation_id) > (SELECT rank, conversation_id FROM best WHERE conversation_id = ").push_bind(id).push(")");
+        }
+        None => {}
     }
-    query.push(" ORDER BY b.rank DESC, b.conversation_id DESC LIMIT ").push_bind(limit + 1);
+    query.push(if backwards { " ORDER BY b.rank ASC, b.conversation_id ASC LIMIT " } else { " ORDER BY b.rank DESC, b.conversation_id DESC LIMIT " }).push_bind(limit + 1);
     query.push(") ");
     query.push(format!(
         "SELECT {}, page.rank, page.message_id,
@@ -51,9 +60,12 @@ pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text:
         crate::store::conversations::JOINS
     ));
     query.push_bind(team_id);
-    query.push(" ORDER BY page.rank DESC, page.conversation_id DESC");
+    query.push(if backwards { " ORDER BY page.rank ASC, page.conversation_id ASC" } else { " ORDER BY page.rank DESC, page.conversation_id DESC" });
     let mut hits: Vec<Hit> = query.build_query_as().fetch_all(conn).await?;
     let more = hits.len() as i64 > limit;
     hits.truncate(limit as usize);
+    if backwards {
+        hits.reverse();
+    }
     Ok((hits, more))
 }

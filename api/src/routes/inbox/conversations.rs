@@ -184,7 +184,7 @@ impl InboxConversationsApi {
         /// Only conversations in this status.
         status: Query<Option<Choice<ConversationStatus>>>,
         /// Only those assigned to this teammate (an id), or `none` for the unassigned.
-        #[oai(validator(pattern = r"^(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$"))]
+        #[oai(validator(pattern = r"^ *(none|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}) *$"))]
         assignee_id: Query<Option<String>>,
         /// Only the one with this external id.
         #[oai(validator(max_length = 255))]
@@ -199,8 +199,8 @@ impl InboxConversationsApi {
         let page = page_request(limit.0, after.0, before.0)?;
         let id_of = |name: &str, raw: Option<IdText>| raw.map(|raw| schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter(name, "must be an id"))).transpose();
         let assignee = match assignee_id.0 {
-            Some(raw) if raw == "none" => Some(None),
-            other => id_of("assignee_id", other.map(IdText))?.map(Some),
+            Some(raw) if raw.trim() == "none" => Some(None),
+            other => id_of("assignee_id", other.map(|raw| IdText(raw.trim().to_string())))?.map(Some),
         };
         if let Some(status) = &status.0
             && !ConversationStatus::allows(status)

@@ -57,21 +57,19 @@ impl InboxSearchApi {
         /// Matches per page, 1 to 100 (default 20).
         #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
         limit: Query<Option<i64>>,
-        /// Continue after this conversation of the previous page.
+        /// Continue after this conversation of the previous page (lower matches).
         after: Query<Option<IdText>>,
+        /// Go back before this conversation of the next page (better matches).
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<InboxSearchResults>> {
         let text = q.0.trim();
         if text.is_empty() || text.chars().count() > 200 {
             return Err(ApiError::invalid_parameter("q", "must be 1 to 200 characters, not blank"));
         }
-        let limit = limit.0.unwrap_or(20);
-        if !(1..=100).contains(&limit) {
-            return Err(ApiError::invalid_parameter("limit", "must be an integer between 1 and 100"));
-        }
-        let after = after.0.map(|raw| schema::ids::parse_id(&raw).ok_or_else(|| ApiError::invalid_parameter("after", "must be an id"))).transpose()?;
+        let page = crate::http::paging::page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
         let actor = Actor::of(&mut conn, &caller).await?;
-        let (hits, has_more) = inbox_search::search(&mut conn, actor.team_id, &actor.reach, text, limit, after).await?;
+        let (hits, has_more) = inbox_search::search(&mut conn, actor.team_id, &actor.reach, text, page.limit, page.cursor).await?;
         let data = hits
             .into_iter()
             .map(|hit| InboxSearchHit {
