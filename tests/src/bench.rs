@@ -28,3 +28,30 @@ fn is_root() -> bool {
 pub fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
+
+/// Herald's API served in the benchmark's own process on its pool (and a relaxed pool of 4).
+pub struct Api {
+    /// `http://127.0.0.1:<port>`.
+    pub base: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    server: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Api {
+    pub async fn serve(config: &api::config::Config, pool: &sqlx::PgPool, database_url: &str) -> anyhow::Result<Api> {
+        let relaxed = schema::connect_relaxed(database_url, 4).await?;
+        let app = api::app::Application::build_with(config.clone(), pool.clone(), relaxed).await?;
+        let base = format!("http://127.0.0.1:{}", app.port());
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = tokio::spawn(app.run(async move {
+            let _ = stopped.await;
+        }));
+        Ok(Api { base, stop, server })
+    }
+
+    /// Stops the server and waits for it.
+    pub async fn stop(self) -> anyhow::Result<()> {
+        let _ = self.stop.send(());
+        self.server.await?
+    }
+}

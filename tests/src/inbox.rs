@@ -31,7 +31,7 @@ impl Desk {
 }
 
 pub async fn desk() -> Desk {
-    let mail = mail::setup_with(SmtpSink::start().await, |_| {}).await;
+    let mail = mail::setup_with(SmtpSink::start().await, |c| c.webhook_allow_private = true).await;
     let domain = mail.domain["id"].as_str().unwrap().to_string();
     let receiving = mail.app.patch(&format!("/domains/{domain}"), json!({ "capabilities": { "receiving": "enabled" } })).await;
     assert_eq!(receiving.status, 200, "{}", receiving.body);

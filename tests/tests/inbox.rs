@@ -265,6 +265,42 @@ async fn updates_check_the_version_the_teammate_and_the_place_and_emit_their_eve
 }
 
 #[tokio::test]
+async fn an_endpoint_subscribed_to_inbox_events_receives_each_signed_as_it_happens() {
+    let desk = desk().await;
+    let app = desk.app();
+    let receiver = tests::receiver::Receiver::start().await;
+    let events = ["inbox.conversation.created", "inbox.message.received", "inbox.note.created", "inbox.conversation.assigned", "inbox.conversation.status_changed"];
+    let hook = app.post("/webhooks", json!({ "endpoint": receiver.url("/desk"), "events": events })).await;
+    assert_eq!(hook.status, 201, "{}", hook.body);
+    let secret = hook.body["signing_secret"].as_str().unwrap().to_string();
+    let support = channel(&desk, "support", json!({})).await;
+    let key = inbox_key(app, &desk.admin, "write", None).await;
+    write_in(&desk, "erin@customer.example", "support", "Where is my parcel", "parcel@customer.example", "").await;
+    let id = eventually(|| async { conversations(&desk, &key, "").await.first().and_then(|c| c["id"].as_str().map(str::to_string)) }).await;
+    let note = as_key(app, &key, Method::POST, &format!("/inbox/conversations/{id}/notes"), Some(json!({ "text": "Checking with the carrier." }))).await;
+    assert_eq!(note.status, 201, "{}", note.body);
+    let changed = as_key(app, &key, Method::PATCH, &format!("/inbox/conversations/{id}"), Some(json!({ "assignee_id": desk.admin.id, "status": "pending" }))).await;
+    assert_eq!(changed.status, 200, "{}", changed.body);
+
+    let deliveries = receiver.wait_for("/desk", 5, std::time::Duration::from_secs(20)).await;
+    let mut seen: Vec<String> = deliveries.iter().map(|d| d.json()["type"].as_str().unwrap().to_string()).collect();
+    seen.sort();
+    let mut expected: Vec<String> = events.iter().map(|e| e.to_string()).collect();
+    expected.sort();
+    assert_eq!(seen, expected, "each Inbox event once");
+    for delivery in &deliveries {
+        assert_eq!(tests::receiver::verified_signatures(&secret, delivery), 1, "signed like every other event");
+        let body = delivery.json();
+        assert_eq!((body["data"]["conversation_id"].as_str(), body["data"]["channel_id"].as_str()), (Some(id.as_str()), Some(support.as_str())), "{body}");
+    }
+    let of = |t: &str| deliveries.iter().map(|d| d.json()).find(|b| b["type"] == t).unwrap()["data"].clone();
+    assert_eq!(of("inbox.conversation.created")["customer"]["email"], "erin@customer.example");
+    assert_eq!(of("inbox.note.created")["message_id"], note.body["id"]);
+    assert_eq!(of("inbox.conversation.assigned")["assignee_id"], json!(desk.admin.id));
+    assert_eq!((of("inbox.conversation.status_changed")["status"].as_str(), of("inbox.conversation.status_changed")["previous_status"].as_str()), (Some("pending"), Some("open")));
+}
+
+#[tokio::test]
 async fn a_keys_note_keeps_the_keys_name_and_lists_with_the_messages() {
     let desk = desk().await;
     let app = desk.app();
@@ -514,7 +550,19 @@ async fn a_send_naming_a_channel_replies_to_it_and_the_answer_opens_a_conversati
     let mut restricted = send.clone();
     restricted["inbox"] = json!(vip);
     app.post("/emails", restricted.clone()).await.assert_error(403, "invalid_permission");
+    let mut unknown = send.clone();
+    unknown["inbox"] = json!("nobody@acme.test");
+    let batch = json!([send.clone(), unknown, restricted.clone()]);
+    app.post("/emails/batch", batch.clone()).await.assert_error(422, "invalid_parameter");
     assert_eq!(app.count("emails").await, emails);
+    // A permissive batch sends the good item and names the others.
+    let permissive = app.request(Method::POST, "/emails/batch").header("x-batch-validation", "permissive").json(&batch).send().await.unwrap();
+    let permissive = tests::Answer::from(permissive).await;
+    assert_eq!(permissive.status, 200, "{}", permissive.body);
+    assert_eq!(permissive.body["data"].as_array().map(Vec::len), Some(1), "{}", permissive.body);
+    let refused: Vec<i64> = permissive.body["errors"].as_array().unwrap().iter().map(|e| e["index"].as_i64().unwrap()).collect();
+    assert_eq!(refused, [1, 2], "{}", permissive.body);
+    assert_eq!(app.count("emails").await, emails + 1);
     let limited = inbox_key(app, &desk.admin, "write", Some(vec![vip.clone()])).await;
     let allowed = as_key(app, &limited, Method::POST, "/emails", Some(restricted)).await;
     assert_eq!(allowed.status, 200, "{}", allowed.body);

@@ -713,3 +713,36 @@ async fn a_nul_or_a_ten_megabyte_string_in_any_receiving_input_is_refused_and_ch
     assert!(client.send(b"NOOP\r\n").await.starts_with("250"), "the session goes on");
     assert_eq!(app.count("received_emails").await, 0);
 }
+
+#[tokio::test]
+async fn messages_arriving_together_are_counted_exactly_once_each_in_the_teams_counters() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    receive_at_acme(&mail).await;
+    let port = app.start_inbound(|_| {}).await;
+    sqlx::query("UPDATE plans SET inbound_daily_cap = 5, inbound_storage_bytes = NULL WHERE code = 'pro'").execute(&app.pool).await.unwrap();
+    let sends = (0..24).map(|n| async move {
+        let raw = format!("From: a@sender.test\r\nTo: support@acme.test\r\nSubject: together {n}\r\n\r\nHello {n}.\r\n");
+        submit(port, "a@sender.test", "support@acme.test", raw.as_bytes()).await.expect("accepted");
+    });
+    futures::future::join_all(sends).await;
+    let (stored, bytes, dropped): (i64, i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE dropped_reason IS NULL), COALESCE(sum(size_bytes) FILTER (WHERE dropped_reason IS NULL), 0)::int8,
+                count(*) FILTER (WHERE dropped_reason = 'daily_cap') FROM received_emails WHERE team_id = $1",
+    )
+    .bind(app.team_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(stored + dropped, 24, "each message is stored or dropped for the cap");
+    assert!(stored >= 5, "the cap admits its five: {stored}");
+    let (counted, counted_bytes): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COALESCE(sum(messages), 0) FROM received_usage WHERE team_id = $1)::int8,
+                (SELECT COALESCE(sum(bytes), 0) FROM received_storage WHERE team_id = $1)::int8",
+    )
+    .bind(app.team_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!((counted, counted_bytes), (stored, bytes), "the counters hold exactly what was stored");
+}

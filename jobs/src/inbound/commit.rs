@@ -101,10 +101,7 @@ async fn run(pool: PgPool, bound: Duration, receiver: Arc<Mutex<mpsc::Receiver<J
                 }
             }
         }
-        // In the order of the counter rows they update, so that two committers never take
-        // those row locks in opposite orders (a deadlock would cost a retry).
-        let mut pending: Vec<&Pending> = batch.iter().map(|(p, _)| p).collect();
-        pending.sort_by_key(|p| (p.records.first().map(|(team, _, _)| *team), received::shard_of(p.first_id)));
+        let pending: Vec<&Pending> = batch.iter().map(|(p, _)| p).collect();
         match write(&pool, bound, &pending).await {
             Ok(()) => {
                 for (_, done) in batch {
@@ -139,17 +136,19 @@ async fn write(pool: &PgPool, bound: Duration, messages: &[&Pending]) -> anyhow:
 
 async fn write_now(pool: &PgPool, messages: &[&Pending]) -> anyhow::Result<()> {
     let mut tx = pool.begin().await?;
-    let mut new_events = Vec::new();
+    let (mut new_events, mut tally) = (Vec::new(), received::Tally::default());
     for pending in messages {
-        record(&mut tx, pending, &mut new_events).await?;
+        record(&mut tx, pending, &mut new_events, &mut tally).await?;
     }
     events::emit(&mut tx, &new_events).await?;
+    // Last, so the counter rows every committer updates are locked only until the commit.
+    received::count(&mut tx, &tally).await?;
     tx.commit().await?;
     Ok(())
 }
 
 /// One message's records, unsubscribes and reports, and its `email.received` events.
-async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec<NewEvent>) -> anyhow::Result<()> {
+async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec<NewEvent>, tally: &mut received::Tally) -> anyhow::Result<()> {
     for (team_id, link) in &pending.unsubscribes {
         unsubscribe::apply(conn, *team_id, *link).await?;
     }
@@ -168,7 +167,7 @@ async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec
             dropped: *dropped,
             now: pending.now,
         };
-        let dropped = received::insert(conn, &new).await?;
+        let dropped = received::insert(conn, &new, tally).await?;
         let attachments: Vec<_> = pending
             .content
             .as_ref()

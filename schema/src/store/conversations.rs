@@ -134,7 +134,7 @@ pub struct Filters {
 pub async fn list(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, filters: &Filters, page: &PageRequest) -> sqlx::Result<Page<Conversation>> {
     let mut query = QueryBuilder::new(select());
     query.push_bind(team_id);
-    reach.push(&mut query, "c");
+    reach.push_among(&mut query, team_id, "v.channel_id");
     if let Some(place) = &filters.place {
         query.push(" AND v.place = ").push_bind(place.clone());
     }

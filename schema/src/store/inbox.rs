@@ -40,6 +40,15 @@ impl Reach {
             }
         }
     }
+
+    /// Appends ` AND <column> is a reachable channel of the team`, the channels resolved once
+    /// into an array: a list or search then walks the conversations' own indexes in order
+    /// instead of joining channels first (the planner cannot know how many a reach keeps).
+    pub fn push_among(&self, query: &mut QueryBuilder<Postgres>, team_id: Uuid, column: &str) {
+        query.push(format!(" AND {column} = ANY(ARRAY(SELECT r.id FROM inbox_channels r WHERE r.team_id = ")).push_bind(team_id);
+        self.push(query, "r");
+        query.push("))");
+    }
 }
 
 /// A channel.

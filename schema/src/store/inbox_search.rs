@@ -35,9 +35,13 @@ pub async fn search(conn: &mut PgConnection, team_id: Uuid, reach: &Reach, text:
         "), best AS (
              SELECT DISTINCT ON (conversation_id) conversation_id, id AS message_id, rank FROM matched ORDER BY conversation_id, rank DESC, id DESC
          ), page AS (
-             SELECT b.* FROM best b JOIN inbox_conversations v ON v.id = b.conversation_id JOIN inbox_channels c ON c.id = v.channel_id WHERE true",
+             SELECT b.* FROM best b
+             -- A lateral probe per match (a primary-key lookup): a join would let the planner
+             -- read every conversation of the team to keep the few that matched.
+             JOIN LATERAL (SELECT 1 FROM inbox_conversations v WHERE v.id = b.conversation_id",
     );
-    reach.push(&mut query, "c");
+    reach.push_among(&mut query, team_id, "v.channel_id");
+    query.push(" LIMIT 1) reached ON true WHERE true");
     let backwards = matches!(cursor, Some(Cursor::Before(_)));
     match cursor {
         Some(Cursor::After(id)) => {

@@ -126,11 +126,75 @@ pub fn shard_of(id: Uuid) -> i16 {
     (id.as_u128() % SHARDS as u128) as i16
 }
 
+/// What a transaction's stored messages add to their teams' counters, by team, day and shard.
+#[derive(Debug, Default)]
+pub struct Tally {
+    rows: std::collections::BTreeMap<(Uuid, chrono::NaiveDate, i16), (i64, i64)>,
+}
+
+impl Tally {
+    fn add(&mut self, team_id: Uuid, day: chrono::NaiveDate, shard: i16, bytes: i64) {
+        let row = self.rows.entry((team_id, day, shard)).or_default();
+        row.0 += 1;
+        row.1 += bytes;
+    }
+
+    fn messages(&self, team_id: Uuid, day: chrono::NaiveDate) -> i64 {
+        self.rows.iter().filter(|((team, d, _), _)| *team == team_id && *d == day).map(|(_, (messages, _))| messages).sum()
+    }
+
+    fn bytes(&self, team_id: Uuid) -> i64 {
+        self.rows.iter().filter(|((team, _, _), _)| *team == team_id).map(|(_, (_, bytes))| bytes).sum()
+    }
+}
+
+/// Adds a transaction's tally to the teams' message and storage counters: one statement, its
+/// rows in (team, day, shard) order, so two committers never take them in opposite orders.
+pub async fn count(conn: &mut PgConnection, tally: &Tally) -> sqlx::Result<()> {
+    if tally.rows.is_empty() {
+        return Ok(());
+    }
+    let (mut teams, mut days, mut shards, mut messages, mut bytes) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for ((team, day, shard), (count, size)) in &tally.rows {
+        teams.push(*team);
+        days.push(*day);
+        shards.push(*shard);
+        messages.push(*count);
+        bytes.push(*size);
+    }
+    // Two statements, usage then storage: every committer locks the two tables in that order.
+    sqlx::query(
+        "INSERT INTO received_usage (team_id, day, shard, messages)
+         SELECT team_id, day, shard, messages FROM unnest($1::uuid[], $2::date[], $3::int2[], $4::int8[]) WITH ORDINALITY AS t (team_id, day, shard, messages, n) ORDER BY n
+         ON CONFLICT (team_id, day, shard) DO UPDATE SET messages = received_usage.messages + excluded.messages",
+    )
+    .bind(&teams)
+    .bind(days)
+    .bind(&shards)
+    .bind(messages)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO received_storage (team_id, shard, bytes)
+         SELECT team_id, shard, sum(bytes) FROM unnest($1::uuid[], $2::int2[], $3::int8[]) AS t (team_id, shard, bytes) GROUP BY team_id, shard ORDER BY team_id, shard
+         ON CONFLICT (team_id, shard) DO UPDATE SET bytes = received_storage.bytes + excluded.bytes",
+    )
+    .bind(teams)
+    .bind(shards)
+    .bind(bytes)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
 /// Records a received message for its team: decides whether the team can take it (not
-/// blocked, under its plan's daily cap and storage quota), counts what it stores, and writes
-/// the record with its attachments and raw source (the raw source is kept for a stored message
-/// and for one that did not parse). Answers the reason it was dropped, if it was.
-pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Result<Option<Dropped>> {
+/// blocked, under its plan's daily cap and storage quota, counting what `tally` holds of the
+/// transaction's earlier messages), adds what it stores to `tally`, and writes the record with
+/// its attachments and raw source (the raw source is kept for a stored message and for one that
+/// did not parse). Answers the reason it was dropped, if it was. The caller writes the tally
+/// with [`count`] just before it commits, so the counter rows, which every committer updates,
+/// stay locked only for that moment.
+pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>, tally: &mut Tally) -> sqlx::Result<Option<Dropped>> {
     let size = new.raw.len() as i64;
     let day = new.now.date_naive();
     let allowance: (bool, Option<i32>, Option<i64>, i64, i64) = sqlx::query_as(
@@ -146,6 +210,7 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
     .fetch_one(&mut *conn)
     .await?;
     let (blocked, daily_cap, storage_cap, today, stored) = allowance;
+    let (today, stored) = (today + tally.messages(new.team_id, day), stored + tally.bytes(new.team_id));
     let dropped = if blocked {
         Some(Dropped::TeamBlocked)
     } else if new.dropped.is_some() {
@@ -162,21 +227,18 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
     let keep_source = matches!(dropped, None | Some(Dropped::ParseFailed));
     let shard = shard_of(new.id);
     let e = new.envelope;
-    // The record, its raw source and the team's counters in one statement (the source and the
-    // recipients' foreign keys are checked at its end, when the record exists).
+    if stored {
+        tally.add(new.team_id, day, shard, size);
+    }
+    // The record and its raw source in one statement (the source's foreign key is checked at
+    // its end, when the record exists).
     sqlx::query(
         "WITH record AS (
              INSERT INTO received_emails (id, team_id, mail_from, received_for, from_header, from_email, from_name, to_addresses, cc, bcc,
                  reply_to, subject, message_id, html, text, headers, dropped_reason, size_bytes, created_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
-         ), source AS (
-             INSERT INTO received_sources (received_email_id, raw) SELECT $1, $20 WHERE $21
-         ), usage AS (
-             INSERT INTO received_usage (team_id, day, shard, messages) SELECT $2, $22, $23, 1 WHERE $24
-             ON CONFLICT (team_id, day, shard) DO UPDATE SET messages = received_usage.messages + 1
          )
-         INSERT INTO received_storage (team_id, shard, bytes) SELECT $2, $23, $25 WHERE $24
-         ON CONFLICT (team_id, shard) DO UPDATE SET bytes = received_storage.bytes + excluded.bytes",
+         INSERT INTO received_sources (received_email_id, raw) SELECT $1, $20 WHERE $21",
     )
     .bind(new.id)
     .bind(new.team_id)
@@ -199,10 +261,6 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>) -> sqlx::Res
     .bind(new.now)
     .bind(new.raw)
     .bind(keep_source)
-    .bind(day)
-    .bind(shard)
-    .bind(stored)
-    .bind(size)
     .execute(&mut *conn)
     .await?;
     let Some(content) = content else { return Ok(dropped) };

@@ -30,13 +30,8 @@ async fn main() -> anyhow::Result<()> {
     config.worker_concurrency = 4;
     // The shipped default (`HERALD_AUTOMATION_CONCURRENCY`, 8 tasks of up to 32 runs each) unless set.
     config.automation_concurrency = setting("BENCH_AUTOMATION_CONCURRENCY", config.automation_concurrency as u64) as usize;
-    let relaxed = schema::connect_relaxed(&database_url, 4).await?;
-    let app = api::app::Application::build_with(config.clone(), pool.clone(), relaxed).await?;
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run(async move {
-        let _ = server_stopped.await;
-    }));
+    let api = tests::bench::Api::serve(&config, &pool, &database_url).await?;
+    let base = api.base.clone();
     let client = reqwest::Client::builder().pool_max_idle_per_host(clients).build()?;
     let post = |path: &str, body: serde_json::Value| client.post(format!("{base}{path}")).bearer_auth(&key).header("user-agent", "bench/1.0").json(&body).send();
     anyhow::ensure!(post("/events", json!({ "name": "order.placed" })).await?.status() == 201, "defining the event failed");
@@ -103,8 +98,7 @@ async fn main() -> anyhow::Result<()> {
     println!("every run completed         {completed_at:>8.2} s    ({runs} runs of 4 steps, {emails} emails; goal < 60 s)");
     let _ = stop_workers.send(());
     let _ = workers.await;
-    let _ = stop_server.send(());
-    let _ = server.await;
+    let _ = api.stop().await;
     Ok(())
 }
 

@@ -35,13 +35,8 @@ async fn main() -> anyhow::Result<()> {
     config.smtp_relay = Some(jobs::smtp::Relay::parse(&format!("smtp://127.0.0.1:{port}"))?);
     config.deliver_concurrency = 64;
     config.worker_concurrency = 8;
-    let relaxed = schema::connect_relaxed(&database_url, 4).await?;
-    let app = api::app::Application::build_with(config.clone(), pool.clone(), relaxed).await?;
-    let base = format!("http://127.0.0.1:{}", app.port());
-    let (stop_server, server_stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(app.run(async move {
-        let _ = server_stopped.await;
-    }));
+    let api = tests::bench::Api::serve(&config, &pool, &database_url).await?;
+    let base = api.base.clone();
     let mut options = api::cli::worker_options(&config, config.domain_checker()?);
     options.schedules = false;
     let (stop_workers, workers_stopped) = tokio::sync::oneshot::channel::<()>();
@@ -114,8 +109,7 @@ async fn main() -> anyhow::Result<()> {
     };
     let drained = drained_from.elapsed().as_secs_f64();
 
-    let _ = stop_server.send(());
-    server.await??;
+    api.stop().await?;
     let _ = stop_workers.send(());
     workers.await??;
     let _ = sink.kill();

@@ -117,11 +117,15 @@ pub async fn prepare(
     if !problems.is_empty() {
         return Err(problems_error(problems));
     }
-    inbox_channels(&mut *state.pool.acquire().await?, caller, &mut parsed, indexed.then_some(&indexes)).await?;
+    let channels = inbox_channels(&mut *state.pool.acquire().await?, caller, &mut parsed, indexed.then_some(&indexes)).await?;
     let facts = team_facts(&mut *state.pool.acquire().await?, caller.team_id, &parsed, state.config.is_development()).await?;
     let mut emails = Vec::with_capacity(parsed.len());
-    for (index, one) in indexes.into_iter().zip(parsed) {
-        match authorize(caller, &facts, one, &state.fetcher, indexed.then_some(index)).await {
+    for ((index, one), channel) in indexes.into_iter().zip(parsed).zip(channels) {
+        let authorized = match channel {
+            Ok(()) => authorize(caller, &facts, one, &state.fetcher, indexed.then_some(index)).await,
+            Err(refused) => Err(refused),
+        };
+        match authorized {
             Ok(one) => emails.push(one),
             Err(error) if permissive && error.status.is_client_error() => rejected.push((index, error.message)),
             Err(error) => return Err(error),
@@ -231,26 +235,32 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
 }
 
 /// Finds the channel of each send's `inbox` field and makes it the send's Reply-To: an open
-/// shared channel of the team, a restricted one only for a key limited to it.
-async fn inbox_channels(conn: &mut PgConnection, caller: &Caller, parsed: &mut [ParsedSend], indexes: Option<&Vec<usize>>) -> ApiResult<()> {
+/// shared channel of the team, a restricted one only for a key limited to it. Answers each
+/// send's verdict (a refusal refuses that send alone; a permissive batch sends the others).
+async fn inbox_channels(conn: &mut PgConnection, caller: &Caller, parsed: &mut [ParsedSend], indexes: Option<&Vec<usize>>) -> ApiResult<Vec<ApiResult<()>>> {
+    let mut verdicts: Vec<ApiResult<()>> = parsed.iter().map(|_| Ok(())).collect();
     if parsed.iter().all(|send| send.inbox.is_none()) {
-        return Ok(());
+        return Ok(verdicts);
     }
     let limit = schema::store::inbox::setup(conn, caller.team_id, caller.key_id).await?.key_channel_ids;
-    for (n, send) in parsed.iter_mut().enumerate() {
+    for ((n, send), verdict) in parsed.iter_mut().enumerate().zip(verdicts.iter_mut()) {
         let Some(raw) = send.inbox.as_deref() else { continue };
         let path = match indexes {
             Some(indexes) => format!("[{}].inbox", indexes[n]),
             None => "inbox".to_string(),
         };
-        let channel = schema::store::inbox::for_sending(conn, caller.team_id, raw).await?.ok_or_else(|| ApiError::invalid_parameter(&path, "no open shared Inbox channel of the team has this id or address"))?;
+        let Some(channel) = schema::store::inbox::for_sending(conn, caller.team_id, raw).await? else {
+            *verdict = Err(ApiError::invalid_parameter(&path, "no open shared Inbox channel of the team has this id or address"));
+            continue;
+        };
         if channel.restricted && !limit.as_ref().is_some_and(|ids| ids.contains(&channel.id)) {
-            return Err(ApiError::invalid_permission("The Inbox channel is restricted: only a key limited to it may name it.").with_error(path, "the channel is restricted"));
+            *verdict = Err(ApiError::invalid_permission("The Inbox channel is restricted: only a key limited to it may name it.").with_error(path, "the channel is restricted"));
+            continue;
         }
         send.reply_to = vec![format!("\"{}\" <{}>", channel.name.replace(['"', '<', '>', '\\'], ""), channel.address)];
         send.inbox_channel_id = Some(channel.id);
     }
-    Ok(())
+    Ok(verdicts)
 }
 
 /// Renders the templates named by sends into their bodies (one statement loads them all):
