@@ -235,6 +235,7 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("rotate-webhook-signing-secret", Method::POST, "/webhooks/{webhook_id}/signing-secret/rotate", Access::FullAccess, "webhooks:write"),
     scoped("get-team", Method::GET, "/team", Access::FullAccess, "team:read"),
     scoped("update-team", Method::PATCH, "/team", Access::FullAccess, "team:write"),
+    scoped("get-billing", Method::GET, "/billing", Access::FullAccess, "billing:read"),
     scoped("upload-brand-asset", Method::POST, "/team/brand-kit/uploads", Access::FullAccess, "team:write").body(UPLOAD_BODY),
     op("get-brand-asset", Method::GET, "/brand-assets/{asset_id}", Access::Page),
     scoped("create-template", Method::POST, "/templates", Access::FullAccess, "templates:write").body(CONTENT_BODY),

@@ -6,6 +6,7 @@
 pub mod api_keys;
 pub mod audience;
 pub mod automations;
+pub mod billing;
 pub mod broadcasts;
 pub mod domains;
 pub mod emails;
@@ -61,6 +62,8 @@ pub enum Tag {
     OAuth,
     /// The support Inbox: channels, conversations from inbound mail, messages and notes.
     Inbox,
+    /// Billing: the plan, the subscription and the period's usage.
+    Billing,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -136,6 +139,7 @@ apis!(
         inbox::filing::InboxFilingApi,
         inbox::search::InboxSearchApi,
         inbox::drafts::InboxDraftsApi,
+        billing::overview::BillingApi,
     ],
 );
 

@@ -1,0 +1,3 @@
+//! Billing: the team's plan, subscription and usage this period.
+
+pub mod overview;
