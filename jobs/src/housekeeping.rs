@@ -1,8 +1,8 @@
 //! Housekeeping: request logs past their team's plan retention, idempotency records past
 //! their 24-hour replay window, consent records past three years and import files seven days
 //! after their import finished, and dropped received emails past their team's plan retention are
-//! deleted; and each team's billable contacts are sampled
-//! into its month's peak.
+//! deleted; and contacts whose billable flag a race left stale are
+//! worked out again (the counts and peaks move with every write; this only repairs).
 
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
@@ -23,8 +23,8 @@ pub struct Report {
     pub import_files: u64,
     /// Received emails recorded as dropped, past their retention.
     pub dropped_received_emails: u64,
-    /// Teams whose billable contacts were sampled into the month's peak.
-    pub billable_samples: u64,
+    /// Contacts whose billable flag was found stale and worked out again.
+    pub billable_repairs: u64,
 }
 
 /// How long consent records are kept.
@@ -43,7 +43,7 @@ pub async fn handle(_job: Housekeeping, pool: Data<PgPool>, id: PgTaskId, attemp
     }
 }
 
-/// Deletes everything past its retention and samples billable contacts.
+/// Deletes everything past its retention and repairs stale billable flags.
 pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
     let mut conn = pool.acquire().await?;
     let mut report = Report::default();
@@ -70,6 +70,6 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
             break;
         }
     }
-    report.billable_samples = contacts::record_billable_peaks(&mut conn).await?;
+    report.billable_repairs = contacts::reconcile_billable(&mut conn).await?;
     Ok(report)
 }

@@ -120,5 +120,65 @@ async fn billable_contacts_are_subscribed_to_a_topic_and_neither_unsubscribed_no
     assert_eq!(usage().await.1, 2);
     jobs::housekeeping::purge(&app.pool).await.unwrap();
     app.delete("/contacts/d@example.com").await;
-    assert_eq!(usage().await, (3, 1, 2), "the month's peak is kept, sampled hourly and counting now");
+    assert_eq!(usage().await, (3, 1, 4), "the month's peak is the most the count reached");
+}
+
+/// The billable contacts the rule gives when every contact is worked out afresh.
+async fn billable_by_the_rule(app: &TestApp, team_id: uuid::Uuid) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM contacts WHERE team_id = $1 AND contact_is_billable(team_id, id, email, unsubscribed)")
+        .bind(team_id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+}
+
+/// The billable count the database keeps for a team (`None`: no row).
+async fn billable_counted(app: &TestApp, team_id: uuid::Uuid) -> Option<i64> {
+    sqlx::query_scalar("SELECT billable FROM billable_contact_counts WHERE team_id = $1").bind(team_id).fetch_optional(&app.pool).await.unwrap()
+}
+
+/// Asserts the kept count, the rule worked out afresh and the expected number agree.
+async fn billable_is(app: &TestApp, expected: i64, after: &str) {
+    let kept = billable_counted(app, app.team_id).await.unwrap_or(0);
+    assert_eq!((kept, billable_by_the_rule(app, app.team_id).await), (expected, expected), "after {after}");
+}
+
+#[tokio::test]
+async fn the_billable_count_follows_every_write_that_moves_it_and_matches_the_rule_worked_out_afresh() {
+    let mut app = TestApp::spawn_unthrottled().await;
+    let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in" })).await;
+    let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out" })).await;
+    for email in ["a@example.com", "b@example.com", "c@example.com"] {
+        app.post("/contacts", json!({ "email": email })).await;
+    }
+    billable_is(&app, 3, "three contacts under an opt-in default").await;
+    app.patch("/contacts/a@example.com/topics", json!([{ "id": news, "subscription": "opt_out" }])).await;
+    billable_is(&app, 2, "a opting out of the only opt-in topic").await;
+    app.patch("/contacts/a@example.com/topics", json!([{ "id": offers, "subscription": "opt_in" }])).await;
+    billable_is(&app, 3, "a opting in to another topic").await;
+    app.post("/suppressions", json!({ "email": "b@example.com" })).await;
+    billable_is(&app, 2, "b suppressed").await;
+    let csv = "email,unsubscribed\nd@example.com,\ne@example.com,true\nb@example.com,\n";
+    let (content_type, body) = tests::multipart(&[("file", Some("c.csv"), csv.as_bytes()), ("on_conflict", None, b"skip")]);
+    let import = app.request(reqwest::Method::POST, "/contacts/imports").header("content-type", content_type).body(body).send().await.unwrap();
+    assert_eq!(import.status(), 201);
+    app.start_workers();
+    tests::eventually(|| async { (app.count("contacts").await == 5).then_some(()) }).await;
+    billable_is(&app, 3, "an import adding d, and e unsubscribed").await;
+    app.delete("/suppressions/b@example.com").await;
+    billable_is(&app, 4, "b's suppression removed").await;
+    app.patch("/contacts/c@example.com", json!({ "unsubscribed": true })).await;
+    billable_is(&app, 3, "c unsubscribing").await;
+    app.delete(&format!("/topics/{news}")).await;
+    billable_is(&app, 1, "the opt-in default topic retired: only a's own choice bills").await;
+    topic(&app, json!({ "name": "Digest", "default_subscription": "opt_in" })).await;
+    billable_is(&app, 3, "a new opt-in default billing everyone subscribed").await;
+    app.delete("/contacts/a@example.com").await;
+    billable_is(&app, 2, "a deleted").await;
+    sqlx::query("UPDATE contacts SET billable = NOT billable WHERE team_id = $1 AND email = 'd@example.com'").bind(app.team_id).execute(&app.pool).await.unwrap();
+    let report = jobs::housekeeping::purge(&app.pool).await.unwrap();
+    assert_eq!(report.billable_repairs, 1, "a flag a race left stale is found");
+    billable_is(&app, 2, "the hourly repair").await;
+    sqlx::query("DELETE FROM teams WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
+    assert_eq!(billable_counted(&app, app.team_id).await, None, "a team deleted takes its count with it");
 }

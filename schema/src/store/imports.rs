@@ -238,9 +238,11 @@ pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: i
         return Ok(Vec::new());
     }
     sqlx::query_scalar(
-        "INSERT INTO contacts (id, team_id, email, first_name, last_name, unsubscribed, properties)
-         SELECT id, $1, email, first_name, last_name, unsubscribed, properties
+        "INSERT INTO contacts (id, team_id, email, first_name, last_name, unsubscribed, properties, billable)
+         SELECT r.id, $1, r.email, r.first_name, r.last_name, r.unsubscribed, r.properties,
+                NOT r.unsubscribed AND s.email IS NULL AND (SELECT team_opts_in_by_default($1))
          FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::jsonb[]) AS r(id, email, first_name, last_name, unsubscribed, properties)
+         LEFT JOIN suppressions s ON s.team_id = $1 AND s.email = r.email
          ON CONFLICT (team_id, email) DO NOTHING RETURNING id",
     )
     .bind(team_id)
