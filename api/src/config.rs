@@ -59,6 +59,9 @@ pub struct Config {
     pub secret_key: Option<String>,
     /// `HERALD_CLOUDFLARE_API_URL`: Cloudflare's API base.
     pub cloudflare_api_url: String,
+    /// The payment provider: `HERALD_STRIPE_SECRET_KEY` turns billing writes on; unset, each
+    /// answers `503 service_unavailable` and `GET /billing` still answers.
+    pub stripe: Option<StripeSettings>,
     /// `HERALD_SMTP_RELAY`: `smtp://[user:pass@]host:port` (or `smtps://`); unset delivers to
     /// each recipient's MX.
     pub smtp_relay: Option<jobs::smtp::Relay>,
@@ -130,6 +133,20 @@ pub struct Config {
     /// `HERALD_CLAMD_ADDR`: a clamd (`host:port`) that scans each received message; unset, no
     /// scanning.
     pub clamd_addr: Option<String>,
+}
+
+/// Stripe's settings.
+#[derive(Debug, Clone)]
+pub struct StripeSettings {
+    /// `HERALD_STRIPE_SECRET_KEY`: the secret API key (`sk_...`).
+    pub secret_key: String,
+    /// `HERALD_STRIPE_API_BASE`: Stripe's API (default `https://api.stripe.com`).
+    pub api_base: String,
+    /// `HERALD_STRIPE_WEBHOOK_SECRET`: the webhook endpoint's signing secret (`whsec_...`);
+    /// unset, `POST /billing/stripe/webhook` refuses every event.
+    pub webhook_secret: Option<String>,
+    /// `HERALD_STRIPE_TIMEOUT_SECONDS`: how long one call may take (default 10).
+    pub timeout: std::time::Duration,
 }
 
 /// The default database: the local server with trust auth.
@@ -221,6 +238,15 @@ impl Config {
             metrics_addr,
             metrics_token: lookup("HERALD_METRICS_TOKEN").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()),
             cloudflare_api_url: get("HERALD_CLOUDFLARE_API_URL", "https://api.cloudflare.com/client/v4"),
+            stripe: match lookup("HERALD_STRIPE_SECRET_KEY").filter(|v| !v.is_empty()) {
+                None => None,
+                Some(secret_key) => Some(StripeSettings {
+                    secret_key,
+                    api_base: get("HERALD_STRIPE_API_BASE", jobs::stripe::DEFAULT_API_BASE),
+                    webhook_secret: lookup("HERALD_STRIPE_WEBHOOK_SECRET").filter(|v| !v.is_empty()),
+                    timeout: std::time::Duration::from_secs_f64(number("HERALD_STRIPE_TIMEOUT_SECONDS", "10")?.clamp(0.1, 120.0)),
+                }),
+            },
             database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),
             http_addr,
             public_url,

@@ -46,6 +46,10 @@ pub struct Shared {
     pub buckets: std::sync::Arc<crate::http::rate_limit::Buckets>,
     /// Where open and click hits go before PostgreSQL.
     pub spool: crate::routes::pages::spool::Spool,
+    /// Stripe, when configured.
+    pub stripe: Option<jobs::stripe::Stripe>,
+    /// Each team's invoices as Stripe last listed them, kept 60 seconds.
+    pub invoices: crate::routes::billing::invoices::InvoiceCache,
 }
 
 impl Shared {

@@ -3,6 +3,7 @@
 
 pub mod automations;
 pub mod backoff;
+pub mod billing;
 mod compose;
 pub mod deliver;
 pub mod dkim;
@@ -18,5 +19,6 @@ pub mod schedule;
 pub mod supervise;
 pub mod webhooks;
 pub mod smtp;
+pub mod stripe;
 
 pub use runtime::{WorkerOptions, run};

@@ -8,7 +8,7 @@ use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
 use apalis::prelude::Monitor;
 use apalis_postgres::Config;
-use schema::jobs::{Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{ApplyStripeEvent, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -37,7 +37,7 @@ pub struct WorkerOptions {
 }
 
 /// The job queues a worker process serves (one apalis worker each).
-pub const QUEUES: u32 = 7;
+pub const QUEUES: u32 = 8;
 
 /// The fewest pool connections a process running the workers can work with: each queue's
 /// worker holds one connection for its LISTEN and needs another to fetch and acknowledge jobs,
@@ -163,6 +163,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
     let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);
+    let monitor = queue_worker!(monitor, pool, ApplyStripeEvent, concurrency, crate::billing::handle, []);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

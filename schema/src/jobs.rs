@@ -73,6 +73,17 @@ impl Job for ImportContacts {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Applies one verified Stripe event kept in `stripe_events` (once: a processed event is skipped).
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ApplyStripeEvent {
+    pub event_id: String,
+}
+
+impl Job for ApplyStripeEvent {
+    const QUEUE: &'static str = "stripe_event";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Fans a broadcast out into one email per recipient, a page at a time; a rerun resumes after
 /// the last page committed.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -107,6 +118,7 @@ pub const QUEUES: &[&str] = &[
     DeliverPage::QUEUE,
     ResolveAmbiguous::QUEUE,
     ImportContacts::QUEUE,
+    ApplyStripeEvent::QUEUE,
     SendBroadcast::QUEUE,
 ];
 
@@ -123,6 +135,7 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
         DeliverPage::QUEUE => check::<DeliverPage>(payload),
         ResolveAmbiguous::QUEUE => check::<ResolveAmbiguous>(payload),
         ImportContacts::QUEUE => check::<ImportContacts>(payload),
+        ApplyStripeEvent::QUEUE => check::<ApplyStripeEvent>(payload),
         SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
         other => Some(format!("no queue is named {other}")),
     }

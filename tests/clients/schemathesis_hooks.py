@@ -210,6 +210,25 @@ EXCLUSIONS = [
         "admin), after which the Inbox refuses it: a rule of the credential as the run left it",
     ),
     (
+        "ST202", r"^POST /billing/checkout$", None, r"exactly one of|`quantity`|`return_url`|Missing `plan_code`",
+        "a checkout names exactly one of `plan_code` and `addon_code`, and `quantity` goes with "
+        "`inbox_seat` only: rules across two fields; a return URL must also parse as a URL",
+    ),
+    (
+        "ST202", r"^POST /billing/portal$", "validation_error", r"`return_url`",
+        "a return URL must parse as a URL besides matching its pattern",
+    ),
+    (
+        "ST101", r"^POST /billing/", "service_unavailable", r"no payment provider|webhook is not configured",
+        "billing writes answer 503 service_unavailable while the operator has configured no payment "
+        "provider (`HERALD_STRIPE_SECRET_KEY`, `HERALD_STRIPE_WEBHOOK_SECRET`), as the spec says",
+    ),
+    (
+        "ST202", r"^POST /billing/stripe/webhook$", "validation_error", r"Stripe signature",
+        "Stripe's events are taken only with a valid `Stripe-Signature` over the body, which only "
+        "Stripe (holding the signing secret) can make",
+    ),
+    (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",
         "the spec answers `ai_assist_enabled: true` with 503 service_unavailable until AI assist "
         "is configured; `false` always works",

@@ -15,6 +15,7 @@ pub mod postgres;
 pub mod proxy;
 pub mod receiver;
 pub mod smtp;
+pub mod stripe;
 
 use api::app::Application;
 use api::config::Config;

@@ -277,3 +277,46 @@ mod tests {
         assert_eq!(named.name, "a");
     }
 }
+
+/// A JSON body kept as the bytes that arrived (a signed webhook is checked over exactly them);
+/// documented as an object, never parsed or refused here.
+pub struct RawJson(pub Vec<u8>);
+
+impl Payload for RawJson {
+    const CONTENT_TYPE: &'static str = "application/json";
+
+    fn check_content_type(_content_type: &str) -> bool {
+        true
+    }
+
+    fn schema_ref() -> MetaSchemaRef {
+        serde_json::Value::schema_ref()
+    }
+}
+
+impl ParsePayload for RawJson {
+    const IS_REQUIRED: bool = true;
+
+    async fn from_request(_request: &Request, body: &mut RequestBody) -> poem::Result<Self> {
+        let bytes = body.take()?.into_bytes().await.map_err(|_| ApiError::new(ErrorKind::Invalid, "The request body could not be read."))?;
+        Ok(RawJson(bytes.to_vec()))
+    }
+}
+
+impl<'a> ApiExtractor<'a> for RawJson {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        <Self as Payload>::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        Some(MetaRequest { description: None, content: vec![MetaMediaType { content_type: Self::CONTENT_TYPE, schema: Self::schema_ref() }], required: true })
+    }
+
+    async fn from_request(request: &'a Request, body: &mut RequestBody, _param_opts: ExtractParamOptions<Self::ParamType>) -> poem::Result<Self> {
+        <Self as ParsePayload>::from_request(request, body).await
+    }
+}

@@ -140,6 +140,9 @@ apis!(
         inbox::search::InboxSearchApi,
         inbox::drafts::InboxDraftsApi,
         billing::overview::BillingApi,
+        billing::invoices::InvoicesApi,
+        billing::checkout::CheckoutApi,
+        billing::stripe_events::StripeEventsApi,
     ],
 );
 

@@ -29,6 +29,10 @@ pub struct Billing {
     pub payment_method_brand: Option<String>,
     pub payment_method_last4: Option<String>,
     pub payment_state: String,
+    /// Whether the subscription ends at its period's end.
+    pub cancel_at_period_end: bool,
+    /// The add-ons the subscription holds: `{ code: quantity }`.
+    pub addons: serde_json::Value,
     /// Emails accepted in the period (every kind of send).
     pub emails: i64,
     /// Emails accepted today (UTC).
@@ -38,6 +42,16 @@ pub struct Billing {
 }
 
 impl Billing {
+    /// Whether a subscription is live (it grants its plan and add-ons).
+    pub fn subscribed(&self) -> bool {
+        matches!(self.subscription_status.as_deref(), Some("active" | "trialing" | "past_due"))
+    }
+
+    /// How many of an add-on the subscription holds.
+    pub fn addon(&self, code: &str) -> i64 {
+        self.addons[code].as_i64().unwrap_or(0)
+    }
+
     /// The period usage is counted over: the subscription's, else the calendar month (UTC).
     pub fn period(&self, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
         match (self.current_period_start, self.current_period_end) {
@@ -66,6 +80,7 @@ pub async fn read(conn: &mut PgConnection, team_id: Uuid, now: DateTime<Utc>) ->
                     tb.subscription_status, tb.current_period_start, tb.current_period_end, tb.invoicing, tb.latest_invoice_status,
                     tb.trial_ends_at, COALESCE(tb.pay_as_you_go, false) AS pay_as_you_go, tb.payment_method_brand,
                     tb.payment_method_last4, COALESCE(tb.payment_state, 'ok') AS payment_state,
+                    COALESCE(tb.cancel_at_period_end, false) AS cancel_at_period_end, COALESCE(tb.addons, '{}') AS addons,
                     (COALESCE(tb.current_period_start, $3) AT TIME ZONE 'UTC')::date AS from_day
              FROM teams t JOIN plans p ON p.code = t.plan_code LEFT JOIN team_billing tb ON tb.team_id = t.id
              WHERE t.id = $1

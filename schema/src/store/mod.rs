@@ -35,6 +35,7 @@ pub mod segments;
 pub mod schedule;
 pub mod sending;
 pub mod shares;
+pub mod stripe;
 pub mod suppressions;
 pub mod teams;
 pub mod templates;

@@ -1,3 +1,8 @@
-//! Billing: the team's plan, subscription and usage this period.
+//! Billing: the team's plan, subscription and usage this period, Stripe's hosted checkout and
+//! portal, invoices, and Stripe's webhook.
 
+pub mod checkout;
+pub mod invoices;
 pub mod overview;
+mod provider;
+pub mod stripe_events;

@@ -189,20 +189,32 @@ impl BillingApi {
         let mut conn = state.pool.acquire().await?;
         let found = billing::read(&mut conn, caller.team_id, now).await?;
         let (billable, peak) = schema::store::contacts::billable(&mut conn, caller.team_id).await?;
-        Ok(Json(view(found, billable, peak, now)))
+        Ok(Json(view(found, billable, peak, now, state.stripe.is_some())))
     }
 }
 
-fn view(b: Billing, billable: i64, peak: i64, now: DateTime<Utc>) -> BillingView {
+/// How a storage add-on would be bought now.
+fn storage_purchase(b: &Billing, provider: bool) -> &'static str {
+    match () {
+        _ if !provider => "unavailable",
+        _ if b.subscribed() && b.addon("inbox_storage_100gb") > 0 => "held",
+        _ if b.subscribed() => "add_item",
+        _ => "checkout",
+    }
+}
+
+fn view(b: Billing, billable: i64, peak: i64, now: DateTime<Utc>, provider: bool) -> BillingView {
     let (period_start, period_end) = b.period(now);
-    let subscribed = b.subscription_status.as_deref().is_some_and(|status| status != "canceled");
+    let subscribed = b.subscribed();
+    let seats = if subscribed { b.addon("inbox_seat") as i32 } else { 0 };
+    let addons = if subscribed { b.addons.as_object().cloned().unwrap_or_default() } else { Default::default() };
     let day_start = now.date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     BillingView {
         object: "billing".into(),
         effective_plan_code: b.plan_code.clone(),
         paid_plan: subscribed && b.monthly_price_cents > 0,
         checkout_available: !subscribed,
-        storage_addon_purchase: Choice::new("unavailable"),
+        storage_addon_purchase: Choice::new(storage_purchase(&b, provider)),
         subscription: Nullable(b.subscription_status.clone().map(|status| BillingSubscription {
             status,
             current_period_start: Nullable(b.current_period_start),
@@ -232,10 +244,10 @@ fn view(b: Billing, billable: i64, peak: i64, now: DateTime<Utc>) -> BillingView
             brand: Nullable(b.payment_method_brand),
             last4: Nullable(b.payment_method_last4),
         },
-        addons: Vec::new(),
+        addons: addons.iter().map(|(code, quantity)| BillingAddon { code: code.clone(), quantity: quantity.as_i64().unwrap_or(0) as i32 }).collect(),
         pending_change: Nullable(None),
         payment_state: b.payment_state,
-        inbox_seats: InboxSeats { code: "inbox_seat".into(), quantity: 0, included: b.inbox_seats_included },
+        inbox_seats: InboxSeats { code: "inbox_seat".into(), quantity: seats, included: b.inbox_seats_included },
         dedicated_ip: DedicatedIp { recommended_min_daily: DEDICATED_IP_MIN_DAILY, avg_daily_sends_30d: b.avg_daily_sends_30d },
         plan: BillingPlan {
             code: b.plan_code,

@@ -1,0 +1,65 @@
+//! Billing's way to Stripe: the configured client (or `503`), the team's customer and each
+//! plan's or add-on's price, found once and kept.
+
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
+use crate::state::AppState;
+use jobs::stripe::{PriceSpec, Stripe, StripeError};
+use schema::store::stripe::{self, Priced};
+use uuid::Uuid;
+
+/// The configured Stripe client; `503 service_unavailable` when billing has no provider.
+pub fn client(state: &AppState) -> ApiResult<&Stripe> {
+    state.stripe.as_ref().ok_or_else(|| {
+        ApiError::new(ErrorKind::ServiceUnavailable, "Billing has no payment provider on this Herald (HERALD_STRIPE_SECRET_KEY is unset); `GET /billing` still answers.")
+    })
+}
+
+/// `503 service_unavailable` for a call Stripe did not complete; nothing was changed.
+pub fn failed(error: StripeError) -> ApiError {
+    tracing::warn!(%error, "stripe call failed");
+    ApiError::new(ErrorKind::ServiceUnavailable, format!("{error}. Nothing was changed; retry in a moment."))
+}
+
+/// The team's Stripe customer, created (and kept) on first use.
+pub async fn customer(state: &AppState, stripe: &Stripe, team_id: Uuid) -> ApiResult<String> {
+    let mut conn = state.pool.acquire().await?;
+    let (kept, name) = stripe::customer(&mut conn, team_id).await?;
+    if let Some(id) = kept {
+        return Ok(id);
+    }
+    drop(conn);
+    let created = stripe.create_customer(&team_id.to_string(), &name, None).await.map_err(failed)?;
+    let mut conn = state.pool.acquire().await?;
+    Ok(stripe::keep_customer(&mut conn, team_id, &created.id).await?)
+}
+
+/// The Stripe price of a plan or add-on: kept from an earlier call, else found by its lookup
+/// key, else created with its product.
+pub async fn price(state: &AppState, stripe: &Stripe, priced: &Priced) -> ApiResult<String> {
+    let mut conn = state.pool.acquire().await?;
+    if let Some(id) = stripe::price(&mut conn, &priced.lookup_key).await? {
+        return Ok(id);
+    }
+    drop(conn);
+    let found = match stripe.price_by_lookup_key(&priced.lookup_key).await.map_err(failed)? {
+        Some(price) => price,
+        None => {
+            let spec = PriceSpec { lookup_key: &priced.lookup_key, name: &priced.name, unit_amount_cents: i64::from(priced.monthly_price_cents) };
+            stripe.create_price(&spec).await.map_err(failed)?
+        }
+    };
+    let mut conn = state.pool.acquire().await?;
+    stripe::keep_price(&mut conn, &priced.lookup_key, &found.id).await?;
+    Ok(found.id)
+}
+
+/// An absolute https URL of at most 2,048 characters, or `422 validation_error` naming `field`.
+pub fn https_url(field: &str, raw: &str) -> ApiResult<url::Url> {
+    if raw.len() > 2048 {
+        return Err(ApiError::refused_field(field, "must be at most 2048 characters"));
+    }
+    match url::Url::parse(raw) {
+        Ok(url) if url.scheme() == "https" && url.host_str().is_some_and(|h| !h.is_empty()) => Ok(url),
+        _ => Err(ApiError::refused_field(field, "must be an absolute https URL")),
+    }
+}
