@@ -95,6 +95,19 @@ pub enum TeamCommand {
         #[arg(long)]
         role: Option<String>,
     },
+    /// Decide a team's limit request; prints the request as `GET /billing/limit-requests`
+    /// lists it. An approval becomes the team's own limit at once.
+    Review {
+        /// The request's id.
+        #[arg(long)]
+        request: uuid::Uuid,
+        /// `approve` or `decline`.
+        #[arg(long)]
+        decision: String,
+        /// A note the team reads with the decision.
+        #[arg(long)]
+        note: Option<String>,
+    },
     /// Print a team's contacts for billing: { "team_id", "contacts", "billable_contacts",
     /// "peak_billable_contacts" } (billable: subscribed to a topic, not suppressed).
     Usage {
@@ -164,6 +177,23 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let invited = invite(&pool, &config, team, &email, role).await?;
             println!("{invited}");
+            Ok(())
+        }
+        Command::Team { command: TeamCommand::Review { request, decision, note } } => {
+            let approve = match decision.as_str() {
+                "approve" => true,
+                "decline" => false,
+                other => anyhow::bail!("--decision is approve or decline, not {other:?}"),
+            };
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut tx = pool.begin().await?;
+            let decided = schema::store::billing_changes::review(&mut tx, request, approve, note.as_deref())
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("there is no pending limit request {request}"))?;
+            tx.commit().await?;
+            let printed = poem_openapi::types::ToJSON::to_json(&crate::routes::billing::limits::view(decided)).unwrap_or_default();
+            println!("{printed}");
             Ok(())
         }
         Command::Team { command: TeamCommand::Usage { team } } => {
@@ -377,6 +407,7 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
             concurrency: config.automation_concurrency,
             development: config.is_development(),
         },
+        stripe: config.stripe.as_ref().and_then(|s| jobs::stripe::Stripe::new(&s.api_base, &s.secret_key, s.timeout).ok()),
     }
 }
 

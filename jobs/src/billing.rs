@@ -5,15 +5,17 @@
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::{DateTime, Utc};
-use schema::jobs::ApplyStripeEvent;
-use schema::store::stripe::{self, Subscription};
+use crate::stripe::{PriceSpec, Stripe, StripeError};
+use schema::jobs::{ApplyPlanChange, ApplyStripeEvent};
+use schema::store::billing_changes;
+use schema::store::stripe::{self, Priced, Subscription};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
 /// The job handler.
-pub async fn handle(job: ApplyStripeEvent, pool: Data<PgPool>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match apply(&pool, &job.event_id).await {
+pub async fn handle(job: ApplyStripeEvent, pool: Data<PgPool>, client: Data<Option<Stripe>>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    match apply(&pool, client.as_ref(), &job.event_id).await {
         Ok(outcome) => {
             tracing::info!(event = %job.event_id, outcome, "stripe event processed");
             Ok(())
@@ -22,13 +24,24 @@ pub async fn handle(job: ApplyStripeEvent, pool: Data<PgPool>, id: PgTaskId, att
     }
 }
 
-/// Applies a kept event if it is not processed yet; answers what it did.
-pub async fn apply(pool: &PgPool, event_id: &str) -> anyhow::Result<&'static str> {
-    let mut tx = pool.begin().await?;
-    let Some(payload) = stripe::pending_event(&mut tx, event_id).await? else { return Ok("already_processed") };
+/// Events after which the customer's card may have changed: Herald asks Stripe for it.
+const CARD_EVENTS: &[&str] = &["checkout.session.completed", "customer.updated", "customer.subscription.created", "payment_method.attached"];
+
+/// Applies a kept event if it is not processed yet; answers what it did. The customer's card is
+/// asked of Stripe before the transaction (never while holding its locks).
+pub async fn apply(pool: &PgPool, client: Option<&Stripe>, event_id: &str) -> anyhow::Result<&'static str> {
+    let Some(payload) = stripe::pending_event(&mut *pool.acquire().await?, event_id).await? else { return Ok("already_processed") };
     let event: crate::stripe::Event = serde_json::from_value(payload)?;
-    let at = DateTime::from_timestamp(event.created, 0).unwrap_or_else(Utc::now);
     let object = &event.data.object;
+    let card = match (client, customer_of(object)) {
+        (Some(client), Some(customer)) if CARD_EVENTS.contains(&event.kind.as_str()) => Some(client.default_card(customer).await?),
+        _ => None,
+    };
+    let mut tx = pool.begin().await?;
+    if stripe::pending_event(&mut tx, event_id).await?.is_none() {
+        return Ok("already_processed");
+    }
+    let at = DateTime::from_timestamp(event.created, 0).unwrap_or_else(Utc::now);
     let outcome = match event.kind.as_str() {
         "customer.subscription.created" | "customer.subscription.updated" | "customer.subscription.deleted" => {
             let deleted = event.kind.ends_with("deleted");
@@ -46,7 +59,12 @@ pub async fn apply(pool: &PgPool, event_id: &str) -> anyhow::Result<&'static str
                 let failed = event.kind == "invoice.payment_failed";
                 let status = object["status"].as_str().unwrap_or(if failed { "open" } else { "paid" });
                 let state = if failed { "past_due" } else { "ok" };
-                if stripe::apply_invoice(&mut tx, team_id, status, state, at).await? { "applied" } else { "stale" }
+                if stripe::apply_invoice(&mut tx, team_id, status, state, at).await? {
+                    stripe::settle_tier(&mut tx, team_id, if failed { "a payment failed" } else { "a payment succeeded" }).await?;
+                    "applied"
+                } else {
+                    "stale"
+                }
             }
         },
         "checkout.session.completed" => match team(&mut tx, object).await? {
@@ -60,9 +78,20 @@ pub async fn apply(pool: &PgPool, event_id: &str) -> anyhow::Result<&'static str
         },
         _ => "ignored",
     };
+    if let Some(card) = card {
+        if let Some(team_id) = team(&mut tx, object).await? {
+            let why = if card.is_some() { "a payment method was added" } else { "the payment method was removed" };
+            stripe::set_payment_method(&mut tx, team_id, card.as_ref().map(|(b, l)| (b.as_str(), l.as_str())), why).await?;
+        }
+    }
     stripe::finish_event(&mut tx, event_id, outcome).await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// The customer an object belongs to (a customer object is its own).
+fn customer_of(object: &Value) -> Option<&str> {
+    object["customer"].as_str().or_else(|| (object["object"] == "customer").then(|| object["id"].as_str()).flatten())
 }
 
 /// The team an object belongs to: by its customer, else by the team its metadata or
@@ -71,12 +100,81 @@ async fn team(conn: &mut PgConnection, object: &Value) -> sqlx::Result<Option<Uu
     let named = [&object["metadata"]["team_id"], &object["client_reference_id"]]
         .into_iter()
         .find_map(|v| v.as_str().and_then(|s| s.parse::<Uuid>().ok()));
-    stripe::team_of(conn, object["customer"].as_str(), named).await
+    stripe::team_of(conn, customer_of(object), named).await
+}
+
+/// The Stripe price of a plan or add-on: kept from an earlier call, else found by its lookup
+/// key, else created with its product; the id is kept.
+pub async fn price_for(pool: &PgPool, client: &Stripe, priced: &Priced) -> Result<String, PriceError> {
+    if let Some(id) = stripe::price(&mut *pool.acquire().await?, &priced.lookup_key).await? {
+        return Ok(id);
+    }
+    let found = match client.price_by_lookup_key(&priced.lookup_key).await? {
+        Some(price) => price,
+        None => client.create_price(&PriceSpec { lookup_key: &priced.lookup_key, name: &priced.name, unit_amount_cents: i64::from(priced.monthly_price_cents) }).await?,
+    };
+    stripe::keep_price(&mut *pool.acquire().await?, &priced.lookup_key, &found.id).await?;
+    Ok(found.id)
+}
+
+/// Why a price could not be had.
+#[derive(Debug, thiserror::Error)]
+pub enum PriceError {
+    #[error(transparent)]
+    Stripe(#[from] StripeError),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Applies a subscription object Stripe answered (to an update Herald made) as of now.
+pub async fn apply_answer(conn: &mut PgConnection, team_id: Uuid, object: &Value) -> sqlx::Result<()> {
+    let subscription = read_subscription(conn, object, false).await?;
+    stripe::apply_subscription(conn, team_id, &subscription, Utc::now()).await?;
+    Ok(())
+}
+
+/// The plan-change job's handler.
+pub async fn handle_plan_change(job: ApplyPlanChange, pool: Data<PgPool>, client: Data<Option<Stripe>>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    match change_plan_now(&pool, client.as_ref(), job.team_id).await {
+        Ok(outcome) => {
+            tracing::info!(team = %job.team_id, outcome, "plan change");
+            Ok(())
+        }
+        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
+    }
+}
+
+/// Applies a team's pending plan change if it is due: the subscription moves to the plan's
+/// price without proration (the period that ends was paid at the old price).
+pub async fn change_plan_now(pool: &PgPool, client: Option<&Stripe>, team_id: Uuid) -> anyhow::Result<&'static str> {
+    let Some(client) = client else { return Ok("no_provider") };
+    let mut conn = pool.acquire().await?;
+    let Some((code, Some(subscription_id))) = billing_changes::due_change(&mut conn, team_id).await? else { return Ok("not_due") };
+    drop(conn);
+    if code == "free" {
+        // Stripe ends the subscription at the period's end; its `deleted` event moves the plan.
+        return Ok("ends_with_the_subscription");
+    }
+    let Some(priced) = stripe::priced(&mut *pool.acquire().await?, "plan", &code).await? else { return Ok("unknown_plan") };
+    let price = price_for(pool, client, &priced).await?;
+    let current = client.subscription(&subscription_id).await?;
+    let item = current["items"]["data"][0]["id"].as_str().unwrap_or_default().to_string();
+    let key = format!("herald-plan-change-{team_id}-{code}-{}", current["current_period_end"].as_i64().unwrap_or_default());
+    let updated = client
+        .update_subscription(&subscription_id, &[("items[0][id]", &item), ("items[0][price]", &price), ("proration_behavior", "none")], &key)
+        .await?;
+    let mut tx = pool.begin().await?;
+    if billing_changes::due_change(&mut tx, team_id).await?.is_some() {
+        apply_answer(&mut tx, team_id, &updated).await?;
+        billing_changes::set_pending(&mut tx, team_id, None).await?;
+    }
+    tx.commit().await?;
+    Ok("applied")
 }
 
 /// A Stripe subscription object as Herald keeps it: its plan and add-ons found by the prices of
 /// its items (`price.id`, or `plan.id` on older API versions).
-async fn read_subscription(conn: &mut PgConnection, object: &Value, deleted: bool) -> sqlx::Result<Subscription> {
+pub async fn read_subscription(conn: &mut PgConnection, object: &Value, deleted: bool) -> sqlx::Result<Subscription> {
     let items = object["items"]["data"].as_array().cloned().unwrap_or_default();
     let price_of = |item: &Value| item["price"]["id"].as_str().or(item["plan"]["id"].as_str()).map(str::to_string);
     let prices: Vec<String> = items.iter().filter_map(price_of).collect();

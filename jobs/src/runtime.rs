@@ -8,7 +8,7 @@ use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
 use apalis::prelude::Monitor;
 use apalis_postgres::Config;
-use schema::jobs::{ApplyStripeEvent, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{ApplyPlanChange, ApplyStripeEvent, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -34,10 +34,12 @@ pub struct WorkerOptions {
     pub broadcasts: crate::broadcasts::BroadcastSettings,
     /// Executes automation runs.
     pub automations: crate::automations::AutomationSettings,
+    /// Stripe, when configured (plan changes due at a period's end).
+    pub stripe: Option<crate::stripe::Stripe>,
 }
 
 /// The job queues a worker process serves (one apalis worker each).
-pub const QUEUES: u32 = 8;
+pub const QUEUES: u32 = 9;
 
 /// The fewest pool connections a process running the workers can work with: each queue's
 /// worker holds one connection for its LISTEN and needs another to fetch and acknowledge jobs,
@@ -142,7 +144,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         tokio::spawn(supervise("automations", crate::automations::ROUND_BOUND, stopped.clone(), move || crate::automations::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
     };
     let reporter = tokio::spawn(crate::supervise::report_beats(pool.clone(), stopped.clone()));
-    let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, .. } = options;
+    let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, stripe, .. } = options;
     delivery.concurrency = deliver_concurrency;
     let retiring = pool.clone();
     let monitor = Monitor::new().should_restart(move |worker, error| {
@@ -163,7 +165,8 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
     let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);
-    let monitor = queue_worker!(monitor, pool, ApplyStripeEvent, concurrency, crate::billing::handle, []);
+    let monitor = queue_worker!(monitor, pool, ApplyStripeEvent, concurrency, crate::billing::handle, [stripe]);
+    let monitor = queue_worker!(monitor, pool, ApplyPlanChange, concurrency, crate::billing::handle_plan_change, [stripe]);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

@@ -121,6 +121,12 @@ pub struct Stripe {
     key: String,
 }
 
+impl std::fmt::Debug for Stripe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stripe").field("base", &self.base).finish_non_exhaustive()
+    }
+}
+
 impl Stripe {
     /// A client of `base` (Stripe's own, or a stand-in) with `key`, each call bounded by `timeout`.
     pub fn new(base: &str, key: &str, timeout: Duration) -> anyhow::Result<Self> {
@@ -201,6 +207,25 @@ impl Stripe {
     /// Opens the hosted billing portal for a customer.
     pub async fn portal_session(&self, customer: &str, return_url: &str) -> Result<PortalSession, StripeError> {
         self.post("/v1/billing_portal/sessions", &pairs(&[("customer", customer), ("return_url", return_url)]), None).await
+    }
+
+    /// The card a customer pays with by default: `(brand, last4)`, or `None` without one.
+    pub async fn default_card(&self, customer: &str) -> Result<Option<(String, String)>, StripeError> {
+        let found: Value = self.get(&format!("/v1/customers/{customer}"), &[]).await?;
+        let Some(method) = found["invoice_settings"]["default_payment_method"].as_str().map(str::to_string) else { return Ok(None) };
+        let method: Value = self.get(&format!("/v1/payment_methods/{method}"), &[]).await?;
+        let card = &method["card"];
+        Ok(card["last4"].as_str().map(|last4| (card["brand"].as_str().unwrap_or("card").to_string(), last4.to_string())))
+    }
+
+    /// A subscription as Stripe holds it now.
+    pub async fn subscription(&self, id: &str) -> Result<Value, StripeError> {
+        self.get(&format!("/v1/subscriptions/{id}"), &[]).await
+    }
+
+    /// Updates a subscription with `form` (Stripe's parameters); answers it as updated.
+    pub async fn update_subscription(&self, id: &str, form: &[(&str, &str)], idempotency_key: &str) -> Result<Value, StripeError> {
+        self.post(&format!("/v1/subscriptions/{id}"), &pairs(form), Some(idempotency_key)).await
     }
 
     /// The customer's invoices, newest first.

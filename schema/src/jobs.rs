@@ -84,6 +84,17 @@ impl Job for ApplyStripeEvent {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Applies a team's plan change that waited for its period's end (a downgrade), if still due.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ApplyPlanChange {
+    pub team_id: uuid::Uuid,
+}
+
+impl Job for ApplyPlanChange {
+    const QUEUE: &'static str = "plan_change";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Fans a broadcast out into one email per recipient, a page at a time; a rerun resumes after
 /// the last page committed.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -119,6 +130,7 @@ pub const QUEUES: &[&str] = &[
     ResolveAmbiguous::QUEUE,
     ImportContacts::QUEUE,
     ApplyStripeEvent::QUEUE,
+    ApplyPlanChange::QUEUE,
     SendBroadcast::QUEUE,
 ];
 
@@ -136,6 +148,7 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
         ResolveAmbiguous::QUEUE => check::<ResolveAmbiguous>(payload),
         ImportContacts::QUEUE => check::<ImportContacts>(payload),
         ApplyStripeEvent::QUEUE => check::<ApplyStripeEvent>(payload),
+        ApplyPlanChange::QUEUE => check::<ApplyPlanChange>(payload),
         SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
         other => Some(format!("no queue is named {other}")),
     }

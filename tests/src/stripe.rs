@@ -29,6 +29,8 @@ struct State {
     /// Idempotency-Key to the session it opened.
     opened: HashMap<String, String>,
     fail_checkout: Option<Failure>,
+    /// Each subscription update's `proration_behavior`, in order.
+    prorations: Vec<String>,
     /// Where Herald receives Stripe's webhooks, and the signing secret.
     webhook: Option<(String, String)>,
 }
@@ -61,6 +63,61 @@ struct Shared {
 /// The secret key Herald is given (localstripe takes any `sk_test_` key).
 pub const SECRET_KEY: &str = "sk_test_herald";
 
+/// The signing secret of Herald's Stripe webhook endpoint in the tests.
+pub const WEBHOOK_SECRET: &str = "whsec_herald_test";
+
+/// A Herald (unthrottled, workers running) configured with the stand-in, whose webhooks reach it.
+pub async fn app_with_stripe() -> (crate::TestApp, StripeStandIn) {
+    let stripe = StripeStandIn::start().await;
+    let base = stripe.base.clone();
+    let mut app = crate::TestApp::spawn_with(move |config| {
+        config.rate_limit_capacity = 1000;
+        config.rate_limit_refill = 1000.0;
+        config.stripe = Some(api::config::StripeSettings {
+            secret_key: SECRET_KEY.into(),
+            api_base: base,
+            webhook_secret: Some(WEBHOOK_SECRET.into()),
+            timeout: Duration::from_secs(2),
+        });
+    })
+    .await;
+    stripe.send_webhooks_to(&app.url("/billing/stripe/webhook"), WEBHOOK_SECRET).await;
+    app.start_workers();
+    (app, stripe)
+}
+
+/// Pays a checkout as a person would on the hosted page, without following the redirect.
+pub async fn pay(url: &str, card: &str) -> reqwest::Response {
+    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    client.post(url).form(&[("card", card)]).send().await.unwrap()
+}
+
+/// `GET /billing` once `done` holds for it.
+pub async fn billing_when(app: &crate::TestApp, done: impl Fn(&Value) -> bool) -> Value {
+    crate::eventually(|| async {
+        let b = app.get("/billing").await.body;
+        done(&b).then_some(b)
+    })
+    .await
+}
+
+/// Posts an event to Herald's Stripe webhook, signed as Stripe signs it now.
+pub async fn post_event(app: &crate::TestApp, id: &str, kind: &str, created: i64, object: Value) -> crate::Answer {
+    let body = json!({ "id": id, "object": "event", "type": kind, "created": created, "data": { "object": object } }).to_string();
+    let signature = jobs::stripe::sign(WEBHOOK_SECRET, body.as_bytes(), chrono::Utc::now().timestamp());
+    let request = app.request(reqwest::Method::POST, "/billing/stripe/webhook").header("Stripe-Signature", signature).header("content-type", "application/json").body(body);
+    crate::Answer::from(request.send().await.unwrap()).await
+}
+
+/// Subscribes the team to `plan` through a paid checkout; answers the billing object once the
+/// subscription is active.
+pub async fn subscribe(app: &crate::TestApp, plan: &str) -> Value {
+    let opened = app.post("/billing/checkout", json!({ "plan_code": plan, "return_url": "https://app.example.com/billing" })).await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    assert_eq!(pay(opened.body["url"].as_str().unwrap(), "4242424242424242").await.status(), 303);
+    billing_when(app, |b| b["plan"]["code"] == plan && b["subscription"]["status"] == "active").await
+}
+
 fn localstripe_binary() -> std::path::PathBuf {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
     root.join(".venv/bin/localstripe")
@@ -92,7 +149,8 @@ impl StripeStandIn {
             .at("/v1/prices", get(list_prices).post(create_price))
             .at("/v1/checkout/sessions", post(create_session))
             .at("/v1/billing_portal/sessions", post(create_portal))
-            .at("/pay/:id", get(pay_page).post(pay))
+            .at("/v1/subscriptions/:id", post(update_subscription).get(forward))
+            .at("/pay/:id", get(pay_page).post(complete_payment))
             .at("/portal/:id", get(portal_page))
             .at("/*rest", forward)
             .data(shared);
@@ -116,6 +174,11 @@ impl StripeStandIn {
     /// Makes the next checkout calls fail (or not, with `None`).
     pub fn fail_checkout(&self, failure: Option<Failure>) {
         self.state.lock().unwrap().fail_checkout = failure;
+    }
+
+    /// Each subscription update's `proration_behavior` (`-` when not sent), in order.
+    pub fn prorations(&self) -> Vec<String> {
+        self.state.lock().unwrap().prorations.clone()
     }
 
     /// Every price created, as Stripe answered it.
@@ -248,7 +311,7 @@ fn pay_page(Path(id): Path<String>, shared: Data<&Shared>) -> Response {
 /// the subscription is created (localstripe sends its events), and `checkout.session.completed`
 /// is sent signed; the browser goes to the success URL.
 #[handler]
-async fn pay(Path(id): Path<String>, Form(form): Form<HashMap<String, String>>, shared: Data<&Shared>) -> Response {
+async fn complete_payment(Path(id): Path<String>, Form(form): Form<HashMap<String, String>>, shared: Data<&Shared>) -> Response {
     let Some(session) = shared.state.lock().unwrap().sessions.get(&id).cloned() else { return StatusCode::NOT_FOUND.into_response() };
     let card = form.get("card").cloned().unwrap_or_else(|| "4242424242424242".into());
     let customer = session["customer"].as_str().unwrap_or_default();
@@ -285,6 +348,34 @@ async fn send_event(shared: &Shared, kind: &str, object: Value) {
     let body = event.to_string();
     let signature = jobs::stripe::sign(&secret, body.as_bytes(), now);
     let _ = shared.http.post(url).header("Stripe-Signature", signature).header("content-type", "application/json").body(body).send().await;
+}
+
+/// A subscription update as Stripe takes it, passed to localstripe in its older dialect
+/// (`items[n][plan]` for `items[n][price]`, `prorate` for `proration_behavior`); the answer is
+/// sent on as `customer.subscription.updated`, which localstripe does not send.
+#[handler]
+async fn update_subscription(Path(id): Path<String>, body: Body, shared: Data<&Shared>) -> Response {
+    let pairs = form_pairs(&body.into_vec().await.unwrap());
+    let mut translated = Vec::new();
+    let mut proration = "-".to_string();
+    for (key, value) in pairs {
+        if key == "proration_behavior" {
+            translated.push(("prorate".to_string(), (value == "create_prorations").to_string()));
+            proration = value;
+        } else if let Some(index) = key.strip_prefix("items[").and_then(|rest| rest.strip_suffix("][price]")) {
+            translated.push((format!("items[{index}][plan]"), value));
+        } else {
+            translated.push((key, value));
+        }
+    }
+    shared.state.lock().unwrap().prorations.push(proration);
+    let answer = shared.http.post(format!("{}/v1/subscriptions/{id}", shared.localstripe)).bearer_auth(SECRET_KEY).form(&translated).send().await.unwrap();
+    let status = answer.status().as_u16();
+    let object: Value = answer.json().await.unwrap_or(Value::Null);
+    if status == 200 {
+        send_event(&shared, "customer.subscription.updated", object.clone()).await;
+    }
+    Response::builder().status(StatusCode::from_u16(status).unwrap()).content_type("application/json").body(object.to_string())
 }
 
 #[handler]

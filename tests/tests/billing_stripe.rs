@@ -5,46 +5,15 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::time::Duration;
-use tests::stripe::{Failure, SECRET_KEY, StripeStandIn};
+use tests::stripe::{Failure, StripeStandIn, WEBHOOK_SECRET, app_with_stripe, billing_when, pay};
 use tests::{Answer, TestApp, eventually};
 
-const WEBHOOK_SECRET: &str = "whsec_herald_test";
-
 async fn setup() -> (TestApp, StripeStandIn) {
-    let stripe = StripeStandIn::start().await;
-    let base = stripe.base.clone();
-    let mut app = TestApp::spawn_with(move |config| {
-        config.rate_limit_capacity = 1000;
-        config.rate_limit_refill = 1000.0;
-        config.stripe = Some(api::config::StripeSettings {
-            secret_key: SECRET_KEY.into(),
-            api_base: base,
-            webhook_secret: Some(WEBHOOK_SECRET.into()),
-            timeout: Duration::from_secs(2),
-        });
-    })
-    .await;
-    stripe.send_webhooks_to(&app.url("/billing/stripe/webhook"), WEBHOOK_SECRET).await;
-    app.start_workers();
-    (app, stripe)
+    app_with_stripe().await
 }
 
 fn checkout(plan: &str) -> Value {
     json!({ "plan_code": plan, "return_url": "https://app.example.com/settings/billing?tab=plan" })
-}
-
-/// Pays a checkout as a person would on the hosted page, without following the redirect.
-async fn pay(url: &str, card: &str) -> reqwest::Response {
-    let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
-    client.post(url).form(&[("card", card)]).send().await.unwrap()
-}
-
-async fn billing_when(app: &TestApp, done: impl Fn(&Value) -> bool) -> Value {
-    eventually(|| async {
-        let b = app.get("/billing").await.body;
-        done(&b).then_some(b)
-    })
-    .await
 }
 
 #[tokio::test]

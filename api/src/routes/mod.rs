@@ -143,6 +143,8 @@ apis!(
         billing::invoices::InvoicesApi,
         billing::checkout::CheckoutApi,
         billing::stripe_events::StripeEventsApi,
+        billing::plan::PlanApi,
+        billing::limits::LimitRequestsApi,
     ],
 );
 

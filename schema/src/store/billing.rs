@@ -26,6 +26,11 @@ pub struct Billing {
     pub latest_invoice_status: Option<String>,
     pub trial_ends_at: Option<DateTime<Utc>>,
     pub pay_as_you_go: bool,
+    pub spend_cap_cents: Option<i32>,
+    pub stripe_subscription_id: Option<String>,
+    /// A plan change waiting for the period's end, and when it applies.
+    pub pending_plan_code: Option<String>,
+    pub pending_effective_at: Option<DateTime<Utc>>,
     pub payment_method_brand: Option<String>,
     pub payment_method_last4: Option<String>,
     pub payment_state: String,
@@ -76,13 +81,14 @@ pub async fn read(conn: &mut PgConnection, team_id: Uuid, now: DateTime<Utc>) ->
     sqlx::query_as(
         "WITH b AS (
              SELECT p.code AS plan_code, p.name AS plan_name, p.monthly_price_cents, p.included_emails, p.overage_per_1000_cents,
-                    p.contact_overage_per_1000_cents, p.daily_cap, p.monthly_limit, p.contact_limit, p.inbox_seats_included,
+                    p.contact_overage_per_1000_cents, l.daily_cap, l.monthly_limit, p.contact_limit, p.inbox_seats_included,
                     tb.subscription_status, tb.current_period_start, tb.current_period_end, tb.invoicing, tb.latest_invoice_status,
-                    tb.trial_ends_at, COALESCE(tb.pay_as_you_go, false) AS pay_as_you_go, tb.payment_method_brand,
+                    tb.trial_ends_at, COALESCE(tb.pay_as_you_go, false) AS pay_as_you_go, tb.spend_cap_cents, tb.stripe_subscription_id,
+                    tb.pending_plan_code, tb.pending_effective_at, tb.payment_method_brand,
                     tb.payment_method_last4, COALESCE(tb.payment_state, 'ok') AS payment_state,
                     COALESCE(tb.cancel_at_period_end, false) AS cancel_at_period_end, COALESCE(tb.addons, '{}') AS addons,
                     (COALESCE(tb.current_period_start, $3) AT TIME ZONE 'UTC')::date AS from_day
-             FROM teams t JOIN plans p ON p.code = t.plan_code LEFT JOIN team_billing tb ON tb.team_id = t.id
+             FROM teams t JOIN plans p ON p.code = t.plan_code JOIN team_limits l ON l.team_id = t.id LEFT JOIN team_billing tb ON tb.team_id = t.id
              WHERE t.id = $1
          )
          SELECT b.*,
@@ -96,6 +102,25 @@ pub async fn read(conn: &mut PgConnection, team_id: Uuid, now: DateTime<Utc>) ->
     .bind(month_start)
     .fetch_one(conn)
     .await
+}
+
+/// The email overage of a period: each started 1,000 past the included emails at the plan's
+/// rate (none without a rate: such a plan stops at its limit).
+pub fn email_overage_cents(emails: i64, included: i32, rate: Option<i32>) -> i64 {
+    match rate {
+        Some(rate) if emails > i64::from(included) => (emails - i64::from(included) + 999) / 1000 * i64::from(rate),
+        _ => 0,
+    }
+}
+
+impl Billing {
+    /// What the period costs so far: the plan's price, its email overage and, with
+    /// pay-as-you-go, the contact overage of the period's `peak`.
+    pub fn period_charges_cents(&self, peak: i64) -> i64 {
+        i64::from(self.monthly_price_cents)
+            + email_overage_cents(self.emails, self.included_emails, self.overage_per_1000_cents)
+            + contact_overage_cents(peak, self.contact_limit, self.contact_overage_per_1000_cents, self.pay_as_you_go)
+    }
 }
 
 /// The contact overage a period's peak of billable contacts costs: each started 1,000 past the
@@ -120,6 +145,14 @@ mod tests {
         assert_eq!(contact_overage_cents(90_000, Some(50_000), Some(100), false), 0);
         assert_eq!(contact_overage_cents(90_000, Some(50_000), None, true), 0);
         assert_eq!(contact_overage_cents(90_000, None, Some(100), true), 0);
+    }
+
+    #[test]
+    fn email_overage_is_each_started_thousand_past_the_included_emails() {
+        assert_eq!(email_overage_cents(50_000, 50_000, Some(90)), 0);
+        assert_eq!(email_overage_cents(50_001, 50_000, Some(90)), 90);
+        assert_eq!(email_overage_cents(52_500, 50_000, Some(90)), 270);
+        assert_eq!(email_overage_cents(90_000, 3_000, None), 0);
     }
 
     #[test]

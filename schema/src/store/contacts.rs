@@ -83,9 +83,9 @@ pub async fn declare(conn: &mut PgConnection, team_id: Uuid, new: &[(String, &'s
 }
 
 /// Locks the team row (serialises contact creates and property declarations) and returns its
-/// plan's contact limit (`None`: unlimited).
+/// contact limit (`None`: unlimited; see the `team_limits` view).
 pub async fn lock_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Option<i32>> {
-    sqlx::query_scalar("SELECT p.contact_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t")
+    sqlx::query_scalar("SELECT l.contact_limit FROM teams t JOIN team_limits l ON l.team_id = t.id WHERE t.id = $1 FOR UPDATE OF t")
         .bind(team_id)
         .fetch_one(conn)
         .await

@@ -412,9 +412,10 @@ pub async fn save_checks(conn: &mut PgConnection, checks: &[CheckResult]) -> sql
     Ok(saved)
 }
 
-/// Raises the sending tier of teams still at `new` (0) to `verified` (1).
+/// Settles the sending tier of teams with a newly verified domain (`new` becomes `verified`,
+/// or `paid` with a payment method on file), logging each move.
 pub async fn raise_sending_tier(conn: &mut PgConnection, team_ids: &[Uuid]) -> sqlx::Result<()> {
-    sqlx::query("UPDATE teams SET sending_tier = 1 WHERE id = ANY($1) AND sending_tier = 0")
+    sqlx::query("SELECT settle_sending_tier(id, 'a domain was verified') FROM (SELECT DISTINCT unnest($1::uuid[]) AS id ORDER BY 1) t")
         .bind(team_ids)
         .execute(conn)
         .await?;

@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod auth;
 pub mod automations;
 pub mod billing;
+pub mod billing_changes;
 pub mod brand_assets;
 pub mod broadcasts;
 pub mod claims;

@@ -174,6 +174,9 @@ pub async fn apply_subscription(conn: &mut PgConnection, team_id: Uuid, s: &Subs
     if applied.rows_affected() == 0 {
         return Ok(false);
     }
+    if !s.live() {
+        sqlx::query("UPDATE team_billing SET pending_plan_code = NULL, pending_effective_at = NULL WHERE team_id = $1").bind(team_id).execute(&mut *conn).await?;
+    }
     let plan = if s.live() { s.plan_code.as_deref().unwrap_or("free") } else { "free" };
     sqlx::query("UPDATE teams SET plan_code = $2 WHERE id = $1 AND plan_code <> $2").bind(team_id).bind(plan).execute(conn).await?;
     Ok(true)
@@ -195,4 +198,34 @@ pub async fn apply_invoice(conn: &mut PgConnection, team_id: Uuid, status: &str,
     .execute(conn)
     .await?;
     Ok(applied.rows_affected() == 1)
+}
+
+/// Keeps the card on file as Stripe reports it (`None`: no payment method), then settles the
+/// team's sending tier with `why`.
+pub async fn set_payment_method(conn: &mut PgConnection, team_id: Uuid, card: Option<(&str, &str)>, why: &str) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO team_billing AS tb (team_id, payment_method_brand, payment_method_last4) VALUES ($1, $2, $3)
+         ON CONFLICT (team_id) DO UPDATE SET payment_method_brand = excluded.payment_method_brand,
+             payment_method_last4 = excluded.payment_method_last4, updated_at = now()",
+    )
+    .bind(team_id)
+    .bind(card.map(|c| c.0))
+    .bind(card.map(|c| c.1))
+    .execute(&mut *conn)
+    .await?;
+    settle_tier(conn, team_id, why).await
+}
+
+/// Moves the team's sending tier to what its domains and payments allow, logging a move.
+pub async fn settle_tier(conn: &mut PgConnection, team_id: Uuid, why: &str) -> sqlx::Result<()> {
+    sqlx::query("SELECT settle_sending_tier($1, $2)").bind(team_id).bind(why).execute(conn).await?;
+    Ok(())
+}
+
+/// The team's sending-tier moves, newest first: `(from, to, reason, at)`.
+pub async fn tier_moves(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<(i16, i16, String, DateTime<Utc>)>> {
+    sqlx::query_as("SELECT from_tier, to_tier, reason, created_at FROM sending_tier_moves WHERE team_id = $1 ORDER BY id DESC LIMIT 100")
+        .bind(team_id)
+        .fetch_all(conn)
+        .await
 }

@@ -94,10 +94,10 @@ pub async fn set_risk_state(conn: &mut PgConnection, team_id: Uuid, state: RiskS
 }
 
 /// Locks the team row until the transaction ends (serialises plan-limited creates) and
-/// returns its plan's domain limit.
+/// returns its domain limit (the plan's, or an operator's grant).
 pub async fn lock_domain_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i32> {
     sqlx::query_scalar(
-        "SELECT p.domain_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t",
+        "SELECT l.domain_limit FROM teams t JOIN team_limits l ON l.team_id = t.id WHERE t.id = $1 FOR UPDATE OF t",
     )
     .bind(team_id)
     .fetch_one(conn)
@@ -105,10 +105,10 @@ pub async fn lock_domain_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::
 }
 
 /// Locks the team row until the transaction ends (serialises endpoint creates) and returns its
-/// plan's webhook endpoint limit.
+/// webhook endpoint limit (the plan's, or an operator's grant).
 pub async fn lock_webhook_limit(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<i32> {
     sqlx::query_scalar(
-        "SELECT p.webhook_endpoint_limit FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1 FOR UPDATE OF t",
+        "SELECT l.webhook_endpoint_limit FROM teams t JOIN team_limits l ON l.team_id = t.id WHERE t.id = $1 FOR UPDATE OF t",
     )
     .bind(team_id)
     .fetch_one(conn)

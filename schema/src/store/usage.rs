@@ -48,12 +48,12 @@ pub fn push_count(query: &mut QueryBuilder<Postgres>, count: Count) {
         ") ON CONFLICT (team_id, period_kind, period_start) DO UPDATE SET emails = send_usage.emails + excluded.emails
          RETURNING emails),
          usage AS (SELECT d.emails AS today,
-             CASE WHEN p.monthly_limit IS NULL THEN 0::int8 ELSE d.emails + COALESCE((
+             CASE WHEN l.monthly_limit IS NULL THEN 0::int8 ELSE d.emails + COALESCE((
                  SELECT sum(emails) FROM send_usage WHERE team_id = ",
     );
     query.push_bind(count.team_id).push(" AND period_kind = 'day' AND period_start >= ").push_bind(month);
     query.push(" AND period_start < ").push_bind(day);
-    query.push("), 0)::int8 END AS this_month, p.daily_cap, p.monthly_limit FROM usage_day d, teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = ");
+    query.push("), 0)::int8 END AS this_month, l.daily_cap, l.monthly_limit FROM usage_day d, team_limits l WHERE l.team_id = ");
     query.push_bind(count.team_id).push(")");
 }
 

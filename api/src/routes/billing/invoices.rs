@@ -9,7 +9,6 @@ use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::param::Query;
 use poem_openapi::payload::Json;
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -67,7 +66,7 @@ pub struct InvoiceView {
 pub struct InvoiceList {
     /// Always `list`.
     pub object: String,
-    /// Whether older invoices exist past this list.
+    /// Whether older invoices exist past the newest 100 listed.
     pub has_more: bool,
     /// The invoices, newest first.
     pub data: Vec<InvoiceView>,
@@ -75,19 +74,11 @@ pub struct InvoiceList {
 
 #[poem_openapi::OpenApi(tag = "Tag::Billing")]
 impl InvoicesApi {
-    /// The team's invoices, newest first (`full_access`, or a token with `billing:read`); the
-    /// list is at most 60 seconds old. A team that never subscribed, or a Herald without a
+    /// The team's newest 100 invoices, newest first (`full_access`, or a token with
+    /// `billing:read`); the list is at most 60 seconds old. A team that never subscribed, or a Herald without a
     /// payment provider, has none.
     #[oai(path = "/billing/invoices", method = "get", operation_id = "list-invoices")]
-    async fn list(
-        &self,
-        state: Data<&AppState>,
-        caller: Data<&Caller>,
-        /// Invoices to answer, 1 to 100 (default 20).
-        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
-        limit: Query<Option<i64>>,
-    ) -> ApiResult<Json<InvoiceList>> {
-        let limit = limit.0.unwrap_or(20).clamp(1, 100) as usize;
+    async fn list(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<InvoiceList>> {
         let all = match state.invoices.get(caller.team_id) {
             Some(kept) => kept,
             None => {
@@ -96,7 +87,8 @@ impl InvoicesApi {
                 listed
             }
         };
-        Ok(Json(InvoiceList { object: "list".into(), has_more: all.len() > limit, data: all.into_iter().take(limit).collect() }))
+        let has_more = all.len() >= MOST as usize;
+        Ok(Json(InvoiceList { object: "list".into(), has_more, data: all }))
     }
 }
 

@@ -3,6 +3,8 @@
 
 pub mod checkout;
 pub mod invoices;
+pub mod limits;
 pub mod overview;
+pub mod plan;
 mod provider;
 pub mod stripe_events;

@@ -9,6 +9,8 @@ use chrono::{DateTime, Utc};
 use poem::web::Data;
 use poem_openapi::Object;
 use poem_openapi::payload::Json;
+use super::plan::BillingChange;
+use crate::http::body::Body;
 use schema::store::billing::{self, Billing};
 
 pub struct BillingApi;
@@ -93,6 +95,9 @@ pub struct BillingUsage {
 pub struct PayAsYouGo {
     /// Whether overage is billed.
     pub enabled: bool,
+    /// The most a period's charges may reach, in US cents (plan and overage together); overage
+    /// past it is refused as without pay-as-you-go. `null`: no cap.
+    pub spend_cap_cents: Nullable<i32>,
 }
 
 /// The payment method on file.
@@ -185,12 +190,25 @@ impl BillingApi {
     /// `billing:read`).
     #[oai(path = "/billing", method = "get", operation_id = "get-billing")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<BillingView>> {
-        let now = Utc::now();
-        let mut conn = state.pool.acquire().await?;
-        let found = billing::read(&mut conn, caller.team_id, now).await?;
-        let (billable, peak) = schema::store::contacts::billable(&mut conn, caller.team_id).await?;
-        Ok(Json(view(found, billable, peak, now, state.stripe.is_some())))
+        Ok(Json(current(&state, caller.team_id).await?))
     }
+
+    /// Turn pay-as-you-go on or off and set the spend cap (`full_access`). Pay-as-you-go needs a
+    /// subscription (`422` with `details.next: "checkout"` without one); a cap below what the
+    /// period has cost so far is refused.
+    #[oai(path = "/billing", method = "patch", operation_id = "update-billing")]
+    async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<BillingChange>) -> ApiResult<Json<BillingView>> {
+        Ok(Json(super::plan::update(&state, &caller, body.0).await?))
+    }
+}
+
+/// The team's billing object now.
+pub async fn current(state: &AppState, team_id: uuid::Uuid) -> ApiResult<BillingView> {
+    let now = Utc::now();
+    let mut conn = state.pool.acquire().await?;
+    let found = billing::read(&mut conn, team_id, now).await?;
+    let (billable, peak) = schema::store::contacts::billable(&mut conn, team_id).await?;
+    Ok(view(found, billable, peak, now, state.stripe.is_some()))
 }
 
 /// How a storage add-on would be bought now.
@@ -238,14 +256,14 @@ fn view(b: Billing, billable: i64, peak: i64, now: DateTime<Utc>, provider: bool
             contact_overage_per_1000_cents: Nullable(b.contact_overage_per_1000_cents),
             estimated_contact_overage_cents: billing::contact_overage_cents(peak, b.contact_limit, b.contact_overage_per_1000_cents, b.pay_as_you_go),
         },
-        pay_as_you_go: PayAsYouGo { enabled: b.pay_as_you_go },
+        pay_as_you_go: PayAsYouGo { enabled: b.pay_as_you_go, spend_cap_cents: Nullable(b.spend_cap_cents) },
         payment_method: PaymentMethod {
             present: b.payment_method_last4.is_some(),
             brand: Nullable(b.payment_method_brand),
             last4: Nullable(b.payment_method_last4),
         },
         addons: addons.iter().map(|(code, quantity)| BillingAddon { code: code.clone(), quantity: quantity.as_i64().unwrap_or(0) as i32 }).collect(),
-        pending_change: Nullable(None),
+        pending_change: Nullable(b.pending_plan_code.clone().zip(b.pending_effective_at).map(|(plan_code, effective_at)| PendingChange { plan_code, effective_at })),
         payment_state: b.payment_state,
         inbox_seats: InboxSeats { code: "inbox_seat".into(), quantity: seats, included: b.inbox_seats_included },
         dedicated_ip: DedicatedIp { recommended_min_daily: DEDICATED_IP_MIN_DAILY, avg_daily_sends_30d: b.avg_daily_sends_30d },

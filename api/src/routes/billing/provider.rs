@@ -3,7 +3,7 @@
 
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::state::AppState;
-use jobs::stripe::{PriceSpec, Stripe, StripeError};
+use jobs::stripe::{Stripe, StripeError};
 use schema::store::stripe::{self, Priced};
 use uuid::Uuid;
 
@@ -33,24 +33,12 @@ pub async fn customer(state: &AppState, stripe: &Stripe, team_id: Uuid) -> ApiRe
     Ok(stripe::keep_customer(&mut conn, team_id, &created.id).await?)
 }
 
-/// The Stripe price of a plan or add-on: kept from an earlier call, else found by its lookup
-/// key, else created with its product.
+/// The Stripe price of a plan or add-on (found by lookup key or created, and kept).
 pub async fn price(state: &AppState, stripe: &Stripe, priced: &Priced) -> ApiResult<String> {
-    let mut conn = state.pool.acquire().await?;
-    if let Some(id) = stripe::price(&mut conn, &priced.lookup_key).await? {
-        return Ok(id);
-    }
-    drop(conn);
-    let found = match stripe.price_by_lookup_key(&priced.lookup_key).await.map_err(failed)? {
-        Some(price) => price,
-        None => {
-            let spec = PriceSpec { lookup_key: &priced.lookup_key, name: &priced.name, unit_amount_cents: i64::from(priced.monthly_price_cents) };
-            stripe.create_price(&spec).await.map_err(failed)?
-        }
-    };
-    let mut conn = state.pool.acquire().await?;
-    stripe::keep_price(&mut conn, &priced.lookup_key, &found.id).await?;
-    Ok(found.id)
+    jobs::billing::price_for(&state.pool, stripe, priced).await.map_err(|error| match error {
+        jobs::billing::PriceError::Stripe(error) => failed(error),
+        jobs::billing::PriceError::Database(error) => error.into(),
+    })
 }
 
 /// An absolute https URL of at most 2,048 characters, or `422 validation_error` naming `field`.
