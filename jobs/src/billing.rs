@@ -78,11 +78,11 @@ pub async fn apply(pool: &PgPool, client: Option<&Stripe>, event_id: &str) -> an
         },
         _ => "ignored",
     };
-    if let Some(card) = card {
-        if let Some(team_id) = team(&mut tx, object).await? {
-            let why = if card.is_some() { "a payment method was added" } else { "the payment method was removed" };
-            stripe::set_payment_method(&mut tx, team_id, card.as_ref().map(|(b, l)| (b.as_str(), l.as_str())), why).await?;
-        }
+    if let Some(card) = card
+        && let Some(team_id) = team(&mut tx, object).await?
+    {
+        let why = if card.is_some() { "a payment method was added" } else { "the payment method was removed" };
+        stripe::set_payment_method(&mut tx, team_id, card.as_ref().map(|(b, l)| (b.as_str(), l.as_str())), why).await?;
     }
     stripe::finish_event(&mut tx, event_id, outcome).await?;
     tx.commit().await?;

@@ -101,16 +101,17 @@ CREATE TRIGGER contacts_count_billable_deleted AFTER DELETE ON contacts
 
 -- A topic choice, a suppression or a topic's change makes the contacts it touches work out
 -- their flag again; only rows whose answer changes are written.
+CREATE FUNCTION contacts_recheck_billable(ids uuid[]) RETURNS void LANGUAGE sql AS $$
+    UPDATE contacts c SET billable = NULL
+    WHERE c.id = ANY(ids) AND c.billable IS DISTINCT FROM contact_is_billable(c.team_id, c.id, c.email, c.unsubscribed)
+$$;
+
 CREATE FUNCTION contact_topics_recheck() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        UPDATE contacts c SET billable = NULL
-        WHERE c.id IN (SELECT contact_id FROM old_rows)
-          AND c.billable IS DISTINCT FROM contact_is_billable(c.team_id, c.id, c.email, c.unsubscribed);
+        PERFORM contacts_recheck_billable(ARRAY(SELECT contact_id FROM old_rows));
     ELSE
-        UPDATE contacts c SET billable = NULL
-        WHERE c.id IN (SELECT contact_id FROM new_rows)
-          AND c.billable IS DISTINCT FROM contact_is_billable(c.team_id, c.id, c.email, c.unsubscribed);
+        PERFORM contacts_recheck_billable(ARRAY(SELECT contact_id FROM new_rows));
     END IF;
     RETURN NULL;
 END $$;
@@ -125,13 +126,9 @@ CREATE TRIGGER contact_topics_billable_deleted AFTER DELETE ON contact_topics
 CREATE FUNCTION suppressions_recheck() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
-        UPDATE contacts c SET billable = NULL FROM old_rows s
-        WHERE c.team_id = s.team_id AND c.email = s.email
-          AND c.billable IS DISTINCT FROM contact_is_billable(c.team_id, c.id, c.email, c.unsubscribed);
+        PERFORM contacts_recheck_billable(ARRAY(SELECT c.id FROM old_rows s JOIN contacts c ON c.team_id = s.team_id AND c.email = s.email));
     ELSE
-        UPDATE contacts c SET billable = NULL FROM new_rows s
-        WHERE c.team_id = s.team_id AND c.email = s.email
-          AND c.billable IS DISTINCT FROM contact_is_billable(c.team_id, c.id, c.email, c.unsubscribed);
+        PERFORM contacts_recheck_billable(ARRAY(SELECT c.id FROM new_rows s JOIN contacts c ON c.team_id = s.team_id AND c.email = s.email));
     END IF;
     RETURN NULL;
 END $$;

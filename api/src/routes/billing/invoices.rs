@@ -99,7 +99,7 @@ async fn fetch(state: &AppState, team_id: Uuid) -> ApiResult<Vec<InvoiceView>> {
     drop(conn);
     let Some(customer) = customer else { return Ok(Vec::new()) };
     let mut listed = stripe.invoices(&customer, MOST).await.map_err(provider::failed)?.data;
-    listed.sort_by(|a, b| b.created.cmp(&a.created));
+    listed.sort_by_key(|invoice| std::cmp::Reverse(invoice.created));
     Ok(listed
         .into_iter()
         .map(|i| InvoiceView {
