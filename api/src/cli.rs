@@ -95,6 +95,16 @@ pub enum TeamCommand {
         #[arg(long)]
         role: Option<String>,
     },
+    /// Move a team to sending tier 3 (`trusted`) after an operator's review, or with
+    /// `--revoke` back to what its domains and payments allow; prints { "team_id", "tier" }.
+    Trust {
+        /// The team's id.
+        #[arg(long)]
+        team: uuid::Uuid,
+        /// Take the trust back.
+        #[arg(long)]
+        revoke: bool,
+    },
     /// Decide a team's limit request; prints the request as `GET /billing/limit-requests`
     /// lists it. An approval becomes the team's own limit at once.
     Review {
@@ -177,6 +187,15 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             let invited = invite(&pool, &config, team, &email, role).await?;
             println!("{invited}");
+            Ok(())
+        }
+        Command::Team { command: TeamCommand::Trust { team, revoke } } => {
+            let config = Config::from_env()?;
+            let pool = schema::connect(&config.database_url, 2).await?;
+            let mut tx = pool.begin().await?;
+            let tier = schema::store::stripe::trust(&mut tx, team, !revoke).await?.ok_or_else(|| anyhow::anyhow!("there is no team {team}"))?;
+            tx.commit().await?;
+            println!("{}", json!({ "team_id": team, "tier": tier }));
             Ok(())
         }
         Command::Team { command: TeamCommand::Review { request, decision, note } } => {

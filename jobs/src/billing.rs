@@ -6,18 +6,22 @@ use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::{DateTime, Utc};
 use crate::stripe::{PriceSpec, Stripe, StripeError};
-use schema::jobs::{ApplyPlanChange, ApplyStripeEvent};
+use schema::jobs::BillingJob;
 use schema::store::billing_changes;
 use schema::store::stripe::{self, Priced, Subscription};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
 use uuid::Uuid;
 
-/// The job handler.
-pub async fn handle(job: ApplyStripeEvent, pool: Data<PgPool>, client: Data<Option<Stripe>>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match apply(&pool, client.as_ref(), &job.event_id).await {
+/// The billing queue's handler.
+pub async fn handle(job: BillingJob, pool: Data<PgPool>, client: Data<Option<Stripe>>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
+    let done = match &job {
+        BillingJob::StripeEvent { event_id } => apply(&pool, client.as_ref(), event_id).await,
+        BillingJob::PlanChange { team_id } => change_plan_now(&pool, client.as_ref(), *team_id).await,
+    };
+    match done {
         Ok(outcome) => {
-            tracing::info!(event = %job.event_id, outcome, "stripe event processed");
+            tracing::info!(?job, outcome, "billing job done");
             Ok(())
         }
         Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
@@ -131,17 +135,6 @@ pub async fn apply_answer(conn: &mut PgConnection, team_id: Uuid, object: &Value
     let subscription = read_subscription(conn, object, false).await?;
     stripe::apply_subscription(conn, team_id, &subscription, Utc::now()).await?;
     Ok(())
-}
-
-/// The plan-change job's handler.
-pub async fn handle_plan_change(job: ApplyPlanChange, pool: Data<PgPool>, client: Data<Option<Stripe>>, id: PgTaskId, attempt: Attempt) -> Result<(), BoxDynError> {
-    match change_plan_now(&pool, client.as_ref(), job.team_id).await {
-        Ok(outcome) => {
-            tracing::info!(team = %job.team_id, outcome, "plan change");
-            Ok(())
-        }
-        Err(error) => Err(crate::backoff::retry_later(&pool, &id, attempt.current(), error).await),
-    }
 }
 
 /// Applies a team's pending plan change if it is due: the subscription moves to the plan's

@@ -8,7 +8,7 @@ use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
 use apalis::prelude::Monitor;
 use apalis_postgres::Config;
-use schema::jobs::{ApplyPlanChange, ApplyStripeEvent, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{BillingJob, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -39,13 +39,19 @@ pub struct WorkerOptions {
 }
 
 /// The job queues a worker process serves (one apalis worker each).
-pub const QUEUES: u32 = 9;
+pub const QUEUES: u32 = 8;
 
-/// The fewest pool connections a process running the workers can work with: each queue's
-/// worker holds one connection for its LISTEN and needs another to fetch and acknowledge jobs,
-/// and the webhook dispatcher and the automation executor each need one. A smaller pool leaves
-/// a queue waiting for a connection that never frees.
+/// The queues woken by PostgreSQL's notifications (each holds a connection for its LISTEN);
+/// the others (billing's rare jobs) are polled every [`POLL`] and hold none.
+pub const LISTENING_QUEUES: u32 = 7;
+
+/// The fewest pool connections a process running the workers can work with: each listening
+/// queue's worker holds one connection for its LISTEN, every queue needs one to fetch and
+/// acknowledge jobs, and the webhook dispatcher and the automation executor each need one. A
+/// smaller pool leaves a queue waiting for a connection that never frees. Two are counted for
+/// every queue, listening or polled, so a polled queue leaves one more for the jobs' own work.
 pub const MIN_CONNECTIONS: u32 = 2 * QUEUES + 2;
+const _: () = assert!(MIN_CONNECTIONS >= LISTENING_QUEUES + QUEUES + 2);
 
 /// The pool size for a process that runs the workers: the configured size, raised to
 /// [`MIN_CONNECTIONS`] (with a warning) when it is below.
@@ -88,6 +94,25 @@ pub mod worker {
 /// catching a panic as the job's failure.
 #[macro_export]
 macro_rules! queue_worker {
+    ($monitor:expr, $pool:expr, $job:ty, $concurrency:expr, $handler:expr, [$($data:ident),*], polled) => {{
+        use $crate::runtime::worker::{BackendExt as _, WorkerBuilderExt as _};
+        let pool = $pool.clone();
+        let concurrency = $concurrency;
+        $(let $data = $data.clone();)*
+        $monitor.register(move |_restarts| {
+            $crate::runtime::worker::WorkerBuilder::new($crate::runtime::worker::worker_name(<$job as $crate::runtime::worker::Job>::QUEUE))
+                .backend(
+                    $crate::runtime::worker::PostgresStorage::<$job>::new(&pool)
+                        .with_config($crate::runtime::worker::storage_config(<$job as $crate::runtime::worker::Job>::QUEUE, concurrency.max(10)))
+                        .poll_with_interval($crate::runtime::worker::POLL),
+                )
+                .data(pool.clone())
+                $(.data($data.clone()))*
+                .concurrency(concurrency)
+                .catch_panic()
+                .build($handler)
+        })
+    }};
     ($monitor:expr, $pool:expr, $job:ty, $concurrency:expr, $handler:expr, [$($data:ident),*]) => {{
         use $crate::runtime::worker::{BackendExt as _, WorkerBuilderExt as _};
         let pool = $pool.clone();
@@ -165,8 +190,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, ResolveAmbiguous, concurrency, crate::deliver::handle_ambiguous, []);
     let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);
-    let monitor = queue_worker!(monitor, pool, ApplyStripeEvent, concurrency, crate::billing::handle, [stripe]);
-    let monitor = queue_worker!(monitor, pool, ApplyPlanChange, concurrency, crate::billing::handle_plan_change, [stripe]);
+    let monitor = queue_worker!(monitor, pool, BillingJob, concurrency, crate::billing::handle, [stripe], polled);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

@@ -1,7 +1,8 @@
 -- Sending tiers (#24) move by themselves: `new` (0), `verified` (1: a verified domain, kept
 -- once reached), `paid` (2: verified, with a payment method on file and payments in order),
--- `trusted` (3: an operator's review, left alone here). Each move is kept with its reason.
-CREATE FUNCTION settle_sending_tier(c_team uuid, why text) RETURNS smallint LANGUAGE plpgsql AS $$
+-- `trusted` (3: an operator's review, left alone here unless `untrust`, when an operator takes
+-- it back). Each move is kept with its reason.
+CREATE FUNCTION settle_sending_tier(c_team uuid, why text, untrust boolean DEFAULT false) RETURNS smallint LANGUAGE plpgsql AS $$
 DECLARE
     was      smallint;
     verified boolean;
@@ -9,10 +10,10 @@ DECLARE
     settled  smallint;
 BEGIN
     SELECT sending_tier INTO was FROM teams WHERE id = c_team FOR UPDATE;
-    IF NOT FOUND OR was = 3 THEN
+    IF NOT FOUND OR (was = 3 AND NOT untrust) THEN
         RETURN was;
     END IF;
-    verified := was >= 1 OR EXISTS (SELECT 1 FROM domains WHERE team_id = c_team AND status = 'verified' AND NOT development);
+    verified := was IN (1, 2) OR EXISTS (SELECT 1 FROM domains WHERE team_id = c_team AND status = 'verified' AND NOT development);
     paid := EXISTS (SELECT 1 FROM team_billing WHERE team_id = c_team AND payment_method_last4 IS NOT NULL AND payment_state = 'ok');
     settled := CASE WHEN verified AND paid THEN 2 WHEN verified THEN 1 ELSE 0 END;
     IF settled <> was THEN

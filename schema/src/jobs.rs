@@ -73,25 +73,16 @@ impl Job for ImportContacts {
     const MAX_ATTEMPTS: usize = 25;
 }
 
-/// Applies one verified Stripe event kept in `stripe_events` (once: a processed event is skipped).
+/// Billing's work: a verified Stripe event kept in `stripe_events` applied once, or a team's plan
+/// change that waited for its period's end applied if still due. Rare, so one queue, polled.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct ApplyStripeEvent {
-    pub event_id: String,
+pub enum BillingJob {
+    StripeEvent { event_id: String },
+    PlanChange { team_id: uuid::Uuid },
 }
 
-impl Job for ApplyStripeEvent {
-    const QUEUE: &'static str = "stripe_event";
-    const MAX_ATTEMPTS: usize = 25;
-}
-
-/// Applies a team's plan change that waited for its period's end (a downgrade), if still due.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
-pub struct ApplyPlanChange {
-    pub team_id: uuid::Uuid,
-}
-
-impl Job for ApplyPlanChange {
-    const QUEUE: &'static str = "plan_change";
+impl Job for BillingJob {
+    const QUEUE: &'static str = "billing";
     const MAX_ATTEMPTS: usize = 25;
 }
 
@@ -129,8 +120,7 @@ pub const QUEUES: &[&str] = &[
     DeliverPage::QUEUE,
     ResolveAmbiguous::QUEUE,
     ImportContacts::QUEUE,
-    ApplyStripeEvent::QUEUE,
-    ApplyPlanChange::QUEUE,
+    BillingJob::QUEUE,
     SendBroadcast::QUEUE,
 ];
 
@@ -147,8 +137,7 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
         DeliverPage::QUEUE => check::<DeliverPage>(payload),
         ResolveAmbiguous::QUEUE => check::<ResolveAmbiguous>(payload),
         ImportContacts::QUEUE => check::<ImportContacts>(payload),
-        ApplyStripeEvent::QUEUE => check::<ApplyStripeEvent>(payload),
-        ApplyPlanChange::QUEUE => check::<ApplyPlanChange>(payload),
+        BillingJob::QUEUE => check::<BillingJob>(payload),
         SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
         other => Some(format!("no queue is named {other}")),
     }

@@ -195,3 +195,27 @@ async fn the_sending_tier_rises_with_a_card_on_file_and_falls_back_on_a_failed_p
         .unwrap();
     assert_eq!(moves, [(1, 2, "a payment method was added".to_string()), (2, 1, "a payment failed".to_string())]);
 }
+
+#[tokio::test]
+async fn an_operator_trusts_a_team_and_takes_the_trust_back_each_move_logged() {
+    let app = TestApp::spawn().await;
+    let run = |revoke: bool| {
+        let mut command = std::process::Command::new(tests::herald_binary());
+        command.args(["team", "trust", "--team", &app.team_id.to_string()]).env("DATABASE_URL", &app.database_url).env("HERALD_LOG", "error");
+        if revoke {
+            command.arg("--revoke");
+        }
+        let output = command.output().unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<serde_json::Value>(&output.stdout).unwrap()["tier"].as_i64()
+    };
+    assert_eq!(run(false), Some(3));
+    assert_eq!(app.get("/team").await.body["sending"]["tier_name"], "trusted");
+    assert_eq!(run(true), Some(0), "no verified domain: back to new");
+    let moves: Vec<(i16, i16, String)> = sqlx::query_as("SELECT from_tier, to_tier, reason FROM sending_tier_moves WHERE team_id = $1 ORDER BY id")
+        .bind(app.team_id)
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(moves, [(0, 3, "an operator reviewed the team".to_string()), (3, 0, "an operator took the trust back".to_string())]);
+}

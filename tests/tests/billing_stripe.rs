@@ -92,7 +92,7 @@ async fn stripe_events_are_applied_once_by_id_and_never_move_the_subscription_ba
     assert_eq!(outcome, "stale");
     assert_eq!(app.get("/billing").await.body["subscription"]["status"], "past_due", "an older event changes nothing");
     assert_eq!(app.count("stripe_events").await, 2, "each event id kept once");
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE job_type = 'stripe_event'").fetch_one(&app.pool).await.unwrap();
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE job_type = 'billing'").fetch_one(&app.pool).await.unwrap();
     assert_eq!(jobs, 2, "one job per event id, none for the redelivery");
 
     let failed = send("evt_fail", "invoice.payment_failed", now, json!({ "id": "in_1", "object": "invoice", "customer": "cus_known", "status": "open" })).await;
@@ -126,7 +126,7 @@ async fn a_webhook_with_a_bad_or_stale_signature_is_refused_and_changes_nothing(
     let request = app.request(Method::POST, "/billing/stripe/webhook").header("Stripe-Signature", tampered).body(body.replace("forged", "forgeD"));
     Answer::from(request.send().await.unwrap()).await.assert_error(400, "validation_error");
     assert_eq!(app.count("stripe_events").await, 0);
-    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE job_type = 'stripe_event'").fetch_one(&app.pool).await.unwrap();
+    let jobs: i64 = sqlx::query_scalar("SELECT count(*) FROM apalis.jobs WHERE job_type = 'billing'").fetch_one(&app.pool).await.unwrap();
     assert_eq!(jobs, 0);
 }
 

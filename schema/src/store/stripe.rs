@@ -222,10 +222,21 @@ pub async fn settle_tier(conn: &mut PgConnection, team_id: Uuid, why: &str) -> s
     Ok(())
 }
 
-/// The team's sending-tier moves, newest first: `(from, to, reason, at)`.
-pub async fn tier_moves(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Vec<(i16, i16, String, DateTime<Utc>)>> {
-    sqlx::query_as("SELECT from_tier, to_tier, reason, created_at FROM sending_tier_moves WHERE team_id = $1 ORDER BY id DESC LIMIT 100")
-        .bind(team_id)
-        .fetch_all(conn)
-        .await
+/// Moves a team to `trusted` (an operator's review), or takes the trust back to what its
+/// domains and payments allow; logs the move and answers the tier (`None`: no such team).
+pub async fn trust(conn: &mut PgConnection, team_id: Uuid, trusted: bool) -> sqlx::Result<Option<i16>> {
+    let was: Option<i16> = sqlx::query_scalar("SELECT sending_tier FROM teams WHERE id = $1 FOR UPDATE").bind(team_id).fetch_optional(&mut *conn).await?;
+    let Some(was) = was else { return Ok(None) };
+    if trusted && was != 3 {
+        sqlx::query("UPDATE teams SET sending_tier = 3 WHERE id = $1").bind(team_id).execute(&mut *conn).await?;
+        sqlx::query("INSERT INTO sending_tier_moves (id, team_id, from_tier, to_tier, reason) VALUES ($1, $2, $3, 3, 'an operator reviewed the team')")
+            .bind(crate::ids::new_id())
+            .bind(team_id)
+            .bind(was)
+            .execute(&mut *conn)
+            .await?;
+    } else if !trusted && was == 3 {
+        sqlx::query("SELECT settle_sending_tier($1, 'an operator took the trust back', true)").bind(team_id).execute(&mut *conn).await?;
+    }
+    sqlx::query_scalar("SELECT sending_tier FROM teams WHERE id = $1").bind(team_id).fetch_optional(conn).await
 }

@@ -13,7 +13,7 @@ use poem::web::Data;
 use poem_openapi::Object;
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
-use schema::jobs::{ApplyPlanChange, enqueue_at};
+use schema::jobs::{BillingJob, enqueue_at};
 use schema::store::{billing, billing_changes, stripe};
 use serde::Deserialize;
 use serde_json::json;
@@ -122,7 +122,7 @@ impl PlanApi {
                 jobs::billing::apply_answer(&mut tx, team_id, updated).await?;
             }
             billing_changes::set_pending(&mut tx, team_id, Some((&target.code, effective_at))).await?;
-            enqueue_at(&mut tx, &ApplyPlanChange { team_id }, effective_at.into()).await.map_err(anyhow::Error::from)?;
+            enqueue_at(&mut tx, &BillingJob::PlanChange { team_id }, effective_at.into()).await.map_err(anyhow::Error::from)?;
             tx.commit().await?;
         }
         Ok(Json(current(&state, team_id).await?))

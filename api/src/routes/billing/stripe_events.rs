@@ -10,7 +10,7 @@ use poem::web::Data;
 use poem_openapi::Object;
 use poem_openapi::param::Header;
 use poem_openapi::payload::Json;
-use schema::jobs::{ApplyStripeEvent, enqueue};
+use schema::jobs::{BillingJob, enqueue};
 
 pub struct StripeEventsApi;
 
@@ -51,7 +51,7 @@ impl StripeEventsApi {
         let mut tx = state.pool.begin().await?;
         let first = schema::store::stripe::keep_event(&mut tx, &event.id, &event.kind, created, &payload).await?;
         if first {
-            enqueue(&mut tx, &ApplyStripeEvent { event_id: event.id.clone() }).await.map_err(anyhow::Error::from)?;
+            enqueue(&mut tx, &BillingJob::StripeEvent { event_id: event.id.clone() }).await.map_err(anyhow::Error::from)?;
         }
         tx.commit().await?;
         Ok(Json(StripeEventReceipt { received: true, first_delivery: first }))
