@@ -1,7 +1,8 @@
 -- Sending tiers (#24) move by themselves: `new` (0), `verified` (1: a verified domain, kept
 -- once reached), `paid` (2: verified, with a payment method on file and payments in order),
 -- `trusted` (3: an operator's review, left alone here unless `untrust`, when an operator takes
--- it back). Each move is kept with its reason.
+-- it back). Each move is kept with its reason. The team row is locked `FOR NO KEY UPDATE`:
+-- rows that reference the team (events, emails) go on being written meanwhile.
 CREATE FUNCTION settle_sending_tier(c_team uuid, why text, untrust boolean DEFAULT false) RETURNS smallint LANGUAGE plpgsql AS $$
 DECLARE
     was      smallint;
@@ -9,7 +10,7 @@ DECLARE
     paid     boolean;
     settled  smallint;
 BEGIN
-    SELECT sending_tier INTO was FROM teams WHERE id = c_team FOR UPDATE;
+    SELECT sending_tier INTO was FROM teams WHERE id = c_team FOR NO KEY UPDATE;
     IF NOT FOUND OR (was = 3 AND NOT untrust) THEN
         RETURN was;
     END IF;

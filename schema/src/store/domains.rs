@@ -412,10 +412,10 @@ pub async fn save_checks(conn: &mut PgConnection, checks: &[CheckResult]) -> sql
     Ok(saved)
 }
 
-/// Settles the sending tier of teams with a newly verified domain (`new` becomes `verified`,
-/// or `paid` with a payment method on file), logging each move.
+/// Settles the sending tier of teams still at `new` with a verified domain (`verified`, or
+/// `paid` with a card on file), logging each move; a team past `new` keeps `verified` already.
 pub async fn raise_sending_tier(conn: &mut PgConnection, team_ids: &[Uuid]) -> sqlx::Result<()> {
-    sqlx::query("SELECT settle_sending_tier(id, 'a domain was verified') FROM (SELECT DISTINCT unnest($1::uuid[]) AS id ORDER BY 1) t")
+    sqlx::query("SELECT settle_sending_tier(id, 'a domain was verified') FROM teams WHERE id = ANY($1) AND sending_tier = 0 ORDER BY id")
         .bind(team_ids)
         .execute(conn)
         .await?;

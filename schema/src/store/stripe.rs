@@ -225,7 +225,7 @@ pub async fn settle_tier(conn: &mut PgConnection, team_id: Uuid, why: &str) -> s
 /// Moves a team to `trusted` (an operator's review), or takes the trust back to what its
 /// domains and payments allow; logs the move and answers the tier (`None`: no such team).
 pub async fn trust(conn: &mut PgConnection, team_id: Uuid, trusted: bool) -> sqlx::Result<Option<i16>> {
-    let was: Option<i16> = sqlx::query_scalar("SELECT sending_tier FROM teams WHERE id = $1 FOR UPDATE").bind(team_id).fetch_optional(&mut *conn).await?;
+    let was: Option<i16> = sqlx::query_scalar("SELECT sending_tier FROM teams WHERE id = $1 FOR NO KEY UPDATE").bind(team_id).fetch_optional(&mut *conn).await?;
     let Some(was) = was else { return Ok(None) };
     if trusted && was != 3 {
         sqlx::query("UPDATE teams SET sending_tier = 3 WHERE id = $1").bind(team_id).execute(&mut *conn).await?;
