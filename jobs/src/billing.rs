@@ -6,8 +6,8 @@ use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use chrono::{DateTime, Utc};
 use crate::stripe::{PriceSpec, Stripe, StripeError};
-use schema::jobs::BillingJob;
-use schema::store::billing_changes;
+use schema::jobs::{BillingJob, enqueue};
+use schema::store::{billing_changes, usage_reports};
 use schema::store::stripe::{self, Priced, Subscription};
 use serde_json::{Map, Value, json};
 use sqlx::{PgConnection, PgPool};
@@ -18,6 +18,7 @@ pub async fn handle(job: BillingJob, pool: Data<PgPool>, client: Data<Option<Str
     let done = match &job {
         BillingJob::StripeEvent { event_id } => apply(&pool, client.as_ref(), event_id).await,
         BillingJob::PlanChange { team_id } => change_plan_now(&pool, client.as_ref(), *team_id).await,
+        BillingJob::ReportUsage { team_id, period_start } => crate::billing_usage::report(&pool, client.as_ref(), *team_id, *period_start).await,
     };
     match done {
         Ok(outcome) => {
@@ -53,7 +54,13 @@ pub async fn apply(pool: &PgPool, client: Option<&Stripe>, event_id: &str) -> an
                 None => "unknown_customer",
                 Some(team_id) => {
                     let subscription = read_subscription(&mut tx, object, deleted).await?;
-                    if stripe::apply_subscription(&mut tx, team_id, &subscription, at).await? { "applied" } else { "stale" }
+                    let kept = usage_reports::kept_period(&mut tx, team_id).await?;
+                    if stripe::apply_subscription(&mut tx, team_id, &subscription, at).await? {
+                        close_period(&mut tx, team_id, kept, &subscription).await?;
+                        "applied"
+                    } else {
+                        "stale"
+                    }
                 }
             }
         }
@@ -91,6 +98,19 @@ pub async fn apply(pool: &PgPool, client: Option<&Stripe>, event_id: &str) -> an
     stripe::finish_event(&mut tx, event_id, outcome).await?;
     tx.commit().await?;
     Ok(outcome)
+}
+
+/// When the subscription just left the period Herald kept (renewed into the next one, or
+/// ended), keeps that period's usage as it stands, before the plan can move, and enqueues its
+/// report to Stripe.
+async fn close_period(tx: &mut PgConnection, team_id: Uuid, kept: Option<usage_reports::KeptPeriod>, now: &Subscription) -> anyhow::Result<()> {
+    let Some(kept) = kept else { return Ok(()) };
+    let renewed = now.id == kept.stripe_subscription_id && now.current_period_start.is_some_and(|start| start > kept.current_period_start);
+    let ended = now.id == kept.stripe_subscription_id && !now.live();
+    if (renewed || ended) && usage_reports::close_period(tx, team_id, &kept, ended).await? {
+        enqueue(tx, &BillingJob::ReportUsage { team_id, period_start: kept.current_period_start }).await?;
+    }
+    Ok(())
 }
 
 /// The customer an object belongs to (a customer object is its own).
@@ -151,7 +171,7 @@ pub async fn change_plan_now(pool: &PgPool, client: Option<&Stripe>, team_id: Uu
     let Some(priced) = stripe::priced(&mut *pool.acquire().await?, "plan", &code).await? else { return Ok("unknown_plan") };
     let price = price_for(pool, client, &priced).await?;
     let current = client.subscription(&subscription_id).await?;
-    let item = current["items"]["data"][0]["id"].as_str().unwrap_or_default().to_string();
+    let Some(item) = plan_item(&mut *pool.acquire().await?, &current).await? else { return Ok("no_plan_item") };
     let key = format!("herald-plan-change-{team_id}-{code}-{}", current["current_period_end"].as_i64().unwrap_or_default());
     let updated = client
         .update_subscription(&subscription_id, &[("items[0][id]", &item), ("items[0][price]", &price), ("proration_behavior", "none")], &key)
@@ -165,25 +185,51 @@ pub async fn change_plan_now(pool: &PgPool, client: Option<&Stripe>, team_id: Uu
     Ok("applied")
 }
 
-/// A Stripe subscription object as Herald keeps it: its plan and add-ons found by the prices of
-/// its items (`price.id`, or `plan.id` on older API versions).
-pub async fn read_subscription(conn: &mut PgConnection, object: &Value, deleted: bool) -> sqlx::Result<Subscription> {
+/// An item of a subscription that Herald sells: a plan or an add-on.
+#[derive(Debug, Clone)]
+pub struct SoldItem {
+    /// Stripe's subscription item id.
+    pub id: String,
+    /// `plan` or `addon`.
+    pub kind: String,
+    pub code: String,
+    pub quantity: i64,
+}
+
+/// The items of a subscription object that Herald sells, found by their prices (`price.id`, or
+/// `plan.id` on older API versions).
+pub async fn sold_items(conn: &mut PgConnection, object: &Value) -> sqlx::Result<Vec<SoldItem>> {
     let items = object["items"]["data"].as_array().cloned().unwrap_or_default();
     let price_of = |item: &Value| item["price"]["id"].as_str().or(item["plan"]["id"].as_str()).map(str::to_string);
     let prices: Vec<String> = items.iter().filter_map(price_of).collect();
     let codes = stripe::codes_of_prices(conn, &prices).await?;
-    let mut plan_code = None;
-    let mut addons = Map::new();
+    let mut sold = Vec::new();
     for item in &items {
         let Some(price) = price_of(item) else { continue };
         for (_, kind, code) in codes.iter().filter(|(p, _, _)| *p == price) {
-            if kind == "plan" {
-                plan_code = Some(code.clone());
-            } else {
-                addons.insert(code.clone(), json!(item["quantity"].as_i64().unwrap_or(1)));
-            }
+            let id = item["id"].as_str().unwrap_or_default().to_string();
+            sold.push(SoldItem { id, kind: kind.clone(), code: code.clone(), quantity: item["quantity"].as_i64().unwrap_or(1) });
         }
     }
+    Ok(sold)
+}
+
+/// The id of the subscription's plan item (`None`: a subscription to add-ons only).
+pub async fn plan_item(conn: &mut PgConnection, object: &Value) -> sqlx::Result<Option<String>> {
+    Ok(sold_items(conn, object).await?.into_iter().find(|item| item.kind == "plan").map(|item| item.id))
+}
+
+/// A Stripe subscription object as Herald keeps it: its plan and add-ons (quantities summed
+/// per add-on) found by the prices of its items.
+pub async fn read_subscription(conn: &mut PgConnection, object: &Value, deleted: bool) -> sqlx::Result<Subscription> {
+    let sold = sold_items(conn, object).await?;
+    let plan_code = sold.iter().find(|item| item.kind == "plan").map(|item| item.code.clone());
+    let mut addons = Map::new();
+    for item in sold.iter().filter(|item| item.kind == "addon") {
+        let held = addons.get(&item.code).and_then(Value::as_i64).unwrap_or(0);
+        addons.insert(item.code.clone(), json!(held + item.quantity));
+    }
+    let items = object["items"]["data"].as_array().cloned().unwrap_or_default();
     let time = |v: &Value| v.as_i64().and_then(|t| DateTime::from_timestamp(t, 0));
     let first = items.first().cloned().unwrap_or(Value::Null);
     let status = if deleted { "canceled".to_string() } else { object["status"].as_str().unwrap_or("incomplete").to_string() };

@@ -4,6 +4,7 @@
 pub mod automations;
 pub mod backoff;
 pub mod billing;
+pub mod billing_usage;
 mod compose;
 pub mod deliver;
 pub mod dkim;

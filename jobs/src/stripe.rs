@@ -113,6 +113,27 @@ pub struct CheckoutRequest<'a> {
     pub idempotency_key: &'a str,
 }
 
+/// A charge for a closed period's metered usage.
+pub struct InvoiceItemRequest<'a> {
+    pub customer: &'a str,
+    /// The subscription whose next invoice carries it (`None`: the customer's next invoice).
+    pub subscription: Option<&'a str>,
+    pub amount_cents: i64,
+    pub description: &'a str,
+    /// The period the usage was in, unix seconds.
+    pub period_start: i64,
+    pub period_end: i64,
+    pub team_id: &'a str,
+    /// `emails` or `contacts`.
+    pub meter: &'a str,
+    pub idempotency_key: &'a str,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct InvoiceItem {
+    pub id: String,
+}
+
 /// Stripe's API with a secret key.
 #[derive(Clone)]
 pub struct Stripe {
@@ -226,6 +247,52 @@ impl Stripe {
     /// Updates a subscription with `form` (Stripe's parameters); answers it as updated.
     pub async fn update_subscription(&self, id: &str, form: &[(&str, &str)], idempotency_key: &str) -> Result<Value, StripeError> {
         self.post(&format!("/v1/subscriptions/{id}"), &pairs(form), Some(idempotency_key)).await
+    }
+
+    /// Adds an item (an add-on's price) to a subscription, prorated; answers the item.
+    pub async fn create_subscription_item(&self, subscription: &str, price: &str, quantity: u32, idempotency_key: &str) -> Result<Value, StripeError> {
+        let quantity = quantity.to_string();
+        let form = pairs(&[("subscription", subscription), ("price", price), ("quantity", &quantity), ("proration_behavior", "create_prorations")]);
+        self.post("/v1/subscription_items", &form, Some(idempotency_key)).await
+    }
+
+    /// Sets a subscription item's quantity, prorated; answers the item.
+    pub async fn update_subscription_item(&self, id: &str, quantity: u32, idempotency_key: &str) -> Result<Value, StripeError> {
+        let quantity = quantity.to_string();
+        self.post(&format!("/v1/subscription_items/{id}"), &pairs(&[("quantity", &quantity), ("proration_behavior", "create_prorations")]), Some(idempotency_key)).await
+    }
+
+    /// Removes an item from its subscription, prorated.
+    pub async fn delete_subscription_item(&self, id: &str) -> Result<Value, StripeError> {
+        let request = self.http.delete(format!("{}/v1/subscription_items/{id}", self.base)).bearer_auth(&self.key).query(&[("proration_behavior", "create_prorations")]);
+        Self::answer(request.send().await).await
+    }
+
+    /// Adds a charge to the customer's next invoice of `request.subscription` (Stripe's
+    /// invoice items); the idempotency key makes a retried call add it once.
+    pub async fn create_invoice_item(&self, request: &InvoiceItemRequest<'_>) -> Result<InvoiceItem, StripeError> {
+        let (amount, start, end) = (request.amount_cents.to_string(), request.period_start.to_string(), request.period_end.to_string());
+        let mut form = pairs(&[
+            ("customer", request.customer),
+            ("amount", &amount),
+            ("currency", "usd"),
+            ("description", request.description),
+            ("period[start]", &start),
+            ("period[end]", &end),
+            ("metadata[team_id]", request.team_id),
+            ("metadata[meter]", request.meter),
+        ]);
+        if let Some(subscription) = request.subscription {
+            form.push(("subscription".into(), subscription.into()));
+        }
+        self.post("/v1/invoiceitems", &form, Some(request.idempotency_key)).await
+    }
+
+    /// Invoices the customer's pending items now (a final charge after a subscription ended),
+    /// collected automatically.
+    pub async fn invoice_pending_items(&self, customer: &str, idempotency_key: &str) -> Result<Invoice, StripeError> {
+        let form = pairs(&[("customer", customer), ("pending_invoice_items_behavior", "include"), ("auto_advance", "true")]);
+        self.post("/v1/invoices", &form, Some(idempotency_key)).await
     }
 
     /// The customer's invoices, newest first.

@@ -73,12 +73,15 @@ impl Job for ImportContacts {
     const MAX_ATTEMPTS: usize = 25;
 }
 
-/// Billing's work: a verified Stripe event kept in `stripe_events` applied once, or a team's plan
-/// change that waited for its period's end applied if still due. Rare, so one queue, polled.
+/// Billing's work: a verified Stripe event kept in `stripe_events` applied once, a team's plan
+/// change that waited for its period's end applied if still due, or a closed period's usage
+/// reported. Rare, so one queue, polled.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub enum BillingJob {
     StripeEvent { event_id: String },
     PlanChange { team_id: uuid::Uuid },
+    /// A closed period's usage (kept in `billing_usage_reports`) reported to Stripe.
+    ReportUsage { team_id: uuid::Uuid, period_start: chrono::DateTime<chrono::Utc> },
 }
 
 impl Job for BillingJob {

@@ -1,7 +1,9 @@
 //! Stripe for the billing tests: localstripe (PyPI), a stateful stand-in for Stripe's API,
 //! behind a small server of our own that serves, in Stripe's wire format, the endpoints
 //! localstripe lacks (Prices with lookup keys, Checkout Sessions and their hosted page, Billing
-//! Portal sessions) and forwards every other call to localstripe unchanged. Customers,
+//! Portal sessions, subscription items past a subscription's first) or takes in an older
+//! dialect (subscription updates, invoice items' `period`), and forwards every other call to
+//! localstripe unchanged. Customers,
 //! payment methods, subscriptions, invoices and their signed webhooks are localstripe's own.
 
 use poem::listener::{Acceptor, Listener, TcpListener};
@@ -33,6 +35,15 @@ struct State {
     prorations: Vec<String>,
     /// Where Herald receives Stripe's webhooks, and the signing secret.
     webhook: Option<(String, String)>,
+    /// Subscription items past a subscription's first (localstripe holds one item each), by
+    /// subscription id.
+    extra_items: HashMap<String, Vec<Value>>,
+    /// Idempotency-Key to the invoice item or invoice it created.
+    created: HashMap<String, Value>,
+    /// Invoices of pending items alone, which localstripe cannot make (it invoices only
+    /// with a subscription); the items they hold.
+    invoices: Vec<Value>,
+    invoiced: Vec<String>,
 }
 
 /// The stand-in; dropping it stops localstripe.
@@ -73,17 +84,27 @@ pub async fn app_with_stripe() -> (crate::TestApp, StripeStandIn) {
     let mut app = crate::TestApp::spawn_with(move |config| {
         config.rate_limit_capacity = 1000;
         config.rate_limit_refill = 1000.0;
-        config.stripe = Some(api::config::StripeSettings {
-            secret_key: SECRET_KEY.into(),
-            api_base: base,
-            webhook_secret: Some(WEBHOOK_SECRET.into()),
-            timeout: Duration::from_secs(2),
-        });
+        config.stripe = Some(settings(base));
     })
     .await;
     stripe.send_webhooks_to(&app.url("/billing/stripe/webhook"), WEBHOOK_SECRET).await;
     app.start_workers();
     (app, stripe)
+}
+
+/// The stand-in's settings for Herald.
+fn settings(base: String) -> api::config::StripeSettings {
+    api::config::StripeSettings { secret_key: SECRET_KEY.into(), api_base: base, webhook_secret: Some(WEBHOOK_SECRET.into()), timeout: Duration::from_secs(2) }
+}
+
+/// A sending Herald ([`crate::mail::setup_with`]: pro plan, a verified domain, workers running)
+/// configured with the stand-in, whose webhooks reach it.
+pub async fn mail_with_stripe() -> (crate::mail::Mail, StripeStandIn) {
+    let stripe = StripeStandIn::start().await;
+    let base = stripe.base.clone();
+    let mail = crate::mail::setup_with(crate::smtp::SmtpSink::start().await, move |config| config.stripe = Some(settings(base))).await;
+    stripe.send_webhooks_to(&mail.app.url("/billing/stripe/webhook"), WEBHOOK_SECRET).await;
+    (mail, stripe)
 }
 
 /// Pays a checkout as a person would on the hosted page, without following the redirect.
@@ -149,7 +170,11 @@ impl StripeStandIn {
             .at("/v1/prices", get(list_prices).post(create_price))
             .at("/v1/checkout/sessions", post(create_session))
             .at("/v1/billing_portal/sessions", post(create_portal))
-            .at("/v1/subscriptions/:id", post(update_subscription).get(forward))
+            .at("/v1/subscriptions/:id", post(update_subscription).get(get_subscription).delete(forward))
+            .at("/v1/subscription_items", post(create_item))
+            .at("/v1/subscription_items/:id", post(update_item).delete(delete_item))
+            .at("/v1/invoiceitems", post(create_invoice_item).get(forward))
+            .at("/v1/invoices", post(create_invoice).get(forward))
             .at("/pay/:id", get(pay_page).post(complete_payment))
             .at("/portal/:id", get(portal_page))
             .at("/*rest", forward)
@@ -179,6 +204,11 @@ impl StripeStandIn {
     /// Each subscription update's `proration_behavior` (`-` when not sent), in order.
     pub fn prorations(&self) -> Vec<String> {
         self.state.lock().unwrap().prorations.clone()
+    }
+
+    /// The invoices made of pending items alone (see [`create_invoice`]).
+    pub fn invoices_of_items(&self) -> Vec<Value> {
+        self.state.lock().unwrap().invoices.clone()
     }
 
     /// Every price created, as Stripe answered it.
@@ -371,7 +401,7 @@ async fn update_subscription(Path(id): Path<String>, body: Body, shared: Data<&S
     shared.state.lock().unwrap().prorations.push(proration);
     let answer = shared.http.post(format!("{}/v1/subscriptions/{id}", shared.localstripe)).bearer_auth(SECRET_KEY).form(&translated).send().await.unwrap();
     let status = answer.status().as_u16();
-    let object: Value = answer.json().await.unwrap_or(Value::Null);
+    let object = overlay(&shared, answer.json().await.unwrap_or(Value::Null));
     if status == 200 {
         send_event(&shared, "customer.subscription.updated", object.clone()).await;
     }
@@ -411,4 +441,170 @@ async fn forward(request: &Request, body: Body, shared: Data<&Shared>) -> Respon
         }
         Err(error) => stripe_error(StatusCode::BAD_GATEWAY, &error.to_string()),
     }
+}
+
+/// A subscription with the items the stand-in holds past its first.
+fn overlay(shared: &Shared, mut subscription: Value) -> Value {
+    let Some(id) = subscription["id"].as_str().map(str::to_string) else { return subscription };
+    let extra = shared.state.lock().unwrap().extra_items.get(&id).cloned().unwrap_or_default();
+    if let Some(items) = subscription["items"]["data"].as_array_mut() {
+        items.extend(extra);
+    }
+    subscription
+}
+
+/// A subscription as localstripe holds it, with its further items.
+async fn subscription_now(shared: &Shared, id: &str) -> (u16, Value) {
+    let answer = shared.http.get(format!("{}/v1/subscriptions/{id}", shared.localstripe)).bearer_auth(SECRET_KEY).send().await.unwrap();
+    let status = answer.status().as_u16();
+    (status, overlay(shared, answer.json().await.unwrap_or(Value::Null)))
+}
+
+#[handler]
+async fn get_subscription(Path(id): Path<String>, shared: Data<&Shared>) -> Response {
+    let (status, object) = subscription_now(&shared, &id).await;
+    Response::builder().status(StatusCode::from_u16(status).unwrap()).content_type("application/json").body(object.to_string())
+}
+
+/// Sends the subscription as it is now as `customer.subscription.updated`.
+async fn subscription_changed(shared: &Shared, id: &str) {
+    let (_, object) = subscription_now(shared, id).await;
+    send_event(shared, "customer.subscription.updated", object).await;
+}
+
+/// Adds an item past the subscription's first, as Stripe does for `POST /v1/subscription_items`.
+#[handler]
+async fn create_item(body: Body, shared: Data<&Shared>) -> Response {
+    let pairs = form_pairs(&body.into_vec().await.unwrap());
+    let (Some(subscription), Some(price)) = (field(&pairs, "subscription"), field(&pairs, "price")) else {
+        return stripe_error(StatusCode::BAD_REQUEST, "subscription and price are required");
+    };
+    let Some(price_object) = shared.state.lock().unwrap().prices.iter().find(|p| p["id"] == price).cloned() else {
+        return stripe_error(StatusCode::NOT_FOUND, "No such price");
+    };
+    let (status, current) = subscription_now(&shared, subscription).await;
+    if status != 200 {
+        return stripe_error(StatusCode::NOT_FOUND, "No such subscription");
+    }
+    let taken = current["items"]["data"].as_array().into_iter().flatten().any(|item| item["price"]["id"] == price || item["plan"]["id"] == price);
+    if taken {
+        return stripe_error(StatusCode::BAD_REQUEST, "Cannot add multiple subscription items with the same price.");
+    }
+    let quantity = field(&pairs, "quantity").and_then(|q| q.parse::<i64>().ok()).unwrap_or(1);
+    let item = json!({
+        "id": random_id("si"), "object": "subscription_item", "subscription": subscription, "quantity": quantity,
+        "price": price_object, "plan": { "id": price, "object": "plan", "amount": price_object["unit_amount"], "interval": "month" },
+        "created": chrono::Utc::now().timestamp(), "metadata": {},
+    });
+    shared.state.lock().unwrap().extra_items.entry(subscription.to_string()).or_default().push(item.clone());
+    subscription_changed(&shared, subscription).await;
+    json_response(&item)
+}
+
+/// The subscription an item belongs to, and whether the stand-in holds it (else localstripe).
+async fn item_home(shared: &Shared, id: &str) -> Option<(String, bool)> {
+    let extra = shared.state.lock().unwrap().extra_items.iter().find(|(_, items)| items.iter().any(|i| i["id"] == id)).map(|(sub, _)| sub.clone());
+    if let Some(sub) = extra {
+        return Some((sub, true));
+    }
+    let all: Value = shared.http.get(format!("{}/v1/subscriptions?status=all&limit=100", shared.localstripe)).bearer_auth(SECRET_KEY).send().await.ok()?.json().await.ok()?;
+    all["data"].as_array()?.iter().find(|s| s["items"]["data"].as_array().into_iter().flatten().any(|i| i["id"] == id)).map(|s| (s["id"].as_str().unwrap_or_default().to_string(), false))
+}
+
+#[handler]
+async fn update_item(Path(id): Path<String>, body: Body, shared: Data<&Shared>) -> Response {
+    let pairs = form_pairs(&body.into_vec().await.unwrap());
+    let Some(quantity) = field(&pairs, "quantity").and_then(|q| q.parse::<i64>().ok()).filter(|q| *q > 0) else {
+        return stripe_error(StatusCode::BAD_REQUEST, "quantity must be a positive integer here");
+    };
+    let Some((subscription, extra)) = item_home(&shared, &id).await else { return stripe_error(StatusCode::NOT_FOUND, "No such subscription item") };
+    if extra {
+        let mut state = shared.state.lock().unwrap();
+        for item in state.extra_items.get_mut(&subscription).into_iter().flatten().filter(|i| i["id"] == id.as_str()) {
+            item["quantity"] = json!(quantity);
+        }
+    } else {
+        let form = [("items[0][id]", id.clone()), ("items[0][quantity]", quantity.to_string()), ("prorate", "true".to_string())];
+        shared.http.post(format!("{}/v1/subscriptions/{subscription}", shared.localstripe)).bearer_auth(SECRET_KEY).form(&form).send().await.unwrap();
+    }
+    subscription_changed(&shared, &subscription).await;
+    let (_, now) = subscription_now(&shared, &subscription).await;
+    let item = now["items"]["data"].as_array().into_iter().flatten().find(|i| i["quantity"] == quantity).cloned().unwrap_or(Value::Null);
+    json_response(&item)
+}
+
+#[handler]
+async fn delete_item(Path(id): Path<String>, shared: Data<&Shared>) -> Response {
+    let Some((subscription, extra)) = item_home(&shared, &id).await else { return stripe_error(StatusCode::NOT_FOUND, "No such subscription item") };
+    if !extra {
+        return stripe_error(StatusCode::BAD_REQUEST, "the stand-in removes only items past a subscription's first");
+    }
+    shared.state.lock().unwrap().extra_items.get_mut(&subscription).into_iter().for_each(|items| items.retain(|i| i["id"] != id.as_str()));
+    subscription_changed(&shared, &subscription).await;
+    json_response(&json!({ "id": id, "object": "subscription_item", "deleted": true }))
+}
+
+/// A call localstripe takes under another dialect, once per Idempotency-Key as Stripe makes it.
+async fn once(shared: &Shared, key: Option<&str>, path: &str, form: Vec<(String, String)>) -> Response {
+    if let Some(done) = key.and_then(|k| shared.state.lock().unwrap().created.get(k).cloned()) {
+        return json_response(&done);
+    }
+    let answer = shared.http.post(format!("{}{path}", shared.localstripe)).bearer_auth(SECRET_KEY).form(&form).send().await.unwrap();
+    let status = answer.status().as_u16();
+    let object: Value = answer.json().await.unwrap_or(Value::Null);
+    if status == 200
+        && let Some(key) = key
+    {
+        shared.state.lock().unwrap().created.insert(key.to_string(), object.clone());
+    }
+    Response::builder().status(StatusCode::from_u16(status).unwrap()).content_type("application/json").body(object.to_string())
+}
+
+/// `period[start]`/`period[end]` as localstripe's `period_start`/`period_end`.
+#[handler]
+async fn create_invoice_item(request: &Request, body: Body, shared: Data<&Shared>) -> Response {
+    let pairs = form_pairs(&body.into_vec().await.unwrap());
+    let translated = pairs
+        .into_iter()
+        .map(|(k, v)| match k.as_str() {
+            "period[start]" => ("period_start".to_string(), v),
+            "period[end]" => ("period_end".to_string(), v),
+            _ => (k, v),
+        })
+        .collect();
+    once(&shared, request.header("idempotency-key"), "/v1/invoiceitems", translated).await
+}
+
+/// An invoice of the customer's pending items: with a subscription, localstripe's (which takes
+/// no `auto_advance`); without one, made here as Stripe makes it, since localstripe cannot.
+#[handler]
+async fn create_invoice(request: &Request, body: Body, shared: Data<&Shared>) -> Response {
+    let pairs: Vec<(String, String)> = form_pairs(&body.into_vec().await.unwrap()).into_iter().filter(|(k, _)| k != "auto_advance").collect();
+    let key = request.header("idempotency-key");
+    if field(&pairs, "subscription").is_some() {
+        return once(&shared, key, "/v1/invoices", pairs).await;
+    }
+    if let Some(done) = key.and_then(|k| shared.state.lock().unwrap().created.get(k).cloned()) {
+        return json_response(&done);
+    }
+    let Some(customer) = field(&pairs, "customer") else { return stripe_error(StatusCode::BAD_REQUEST, "customer is required") };
+    let listed: Value = shared.http.get(format!("{}/v1/invoiceitems?customer={customer}", shared.localstripe)).bearer_auth(SECRET_KEY).send().await.unwrap().json().await.unwrap();
+    let invoiced = shared.state.lock().unwrap().invoiced.clone();
+    let lines: Vec<Value> = listed["data"].as_array().into_iter().flatten().filter(|i| !invoiced.contains(&i["id"].as_str().unwrap_or_default().to_string())).cloned().collect();
+    if lines.is_empty() {
+        return stripe_error(StatusCode::BAD_REQUEST, "Nothing to invoice for customer");
+    }
+    let total: i64 = lines.iter().map(|l| l["amount"].as_i64().unwrap_or(0)).sum();
+    let invoice = json!({
+        "id": random_id("in"), "object": "invoice", "customer": customer, "subscription": null, "status": "open",
+        "auto_advance": true, "currency": "usd", "total": total, "amount_due": total, "created": chrono::Utc::now().timestamp(),
+        "lines": { "object": "list", "data": lines.iter().map(|l| json!({ "object": "line_item", "type": "invoiceitem", "invoice_item": l["id"], "amount": l["amount"], "description": l["description"], "period": l["period"] })).collect::<Vec<_>>() },
+    });
+    let mut state = shared.state.lock().unwrap();
+    state.invoiced.extend(lines.iter().filter_map(|l| l["id"].as_str().map(str::to_string)));
+    state.invoices.push(invoice.clone());
+    if let Some(key) = key {
+        state.created.insert(key.to_string(), invoice.clone());
+    }
+    json_response(&invoice)
 }

@@ -241,6 +241,8 @@ pub static OPERATIONS: &[Operation] = &[
     op("create-billing-portal-session", Method::POST, "/billing/portal", Access::FullAccess),
     op("receive-stripe-event", Method::POST, "/billing/stripe/webhook", Access::Public),
     op("change-plan", Method::POST, "/billing/plan", Access::FullAccess),
+    op("add-billing-addon", Method::POST, "/billing/addons", Access::FullAccess),
+    op("remove-billing-addon", Method::DELETE, "/billing/addons/{addon_code}", Access::FullAccess),
     op("update-billing", Method::PATCH, "/billing", Access::FullAccess),
     op("create-limit-request", Method::POST, "/billing/limit-requests", Access::FullAccess),
     op("list-limit-requests", Method::GET, "/billing/limit-requests", Access::FullAccess),

@@ -142,6 +142,7 @@ apis!(
         billing::overview::BillingApi,
         billing::invoices::InvoicesApi,
         billing::checkout::CheckoutApi,
+        billing::addons::AddonsApi,
         billing::stripe_events::StripeEventsApi,
         billing::plan::PlanApi,
         billing::limits::LimitRequestsApi,

@@ -42,6 +42,7 @@ pub mod teams;
 pub mod templates;
 pub mod topics;
 pub mod usage;
+pub mod usage_reports;
 pub mod webhooks;
 
 /// Escapes `%`, `_` and `\` so a client's search text matches literally inside `ILIKE '%…%'`.

@@ -188,7 +188,7 @@ pub async fn count(conn: &mut PgConnection, tally: &Tally) -> sqlx::Result<()> {
 }
 
 /// Records a received message for its team: decides whether the team can take it (not
-/// blocked, under its plan's daily cap and storage quota, counting what `tally` holds of the
+/// blocked, under its plan's daily cap and its storage quota (the plan's and its storage add-ons'), counting what `tally` holds of the
 /// transaction's earlier messages), adds what it stores to `tally`, and writes the record with
 /// its attachments and raw source (the raw source is kept for a stored message and for one that
 /// did not parse). Answers the reason it was dropped, if it was. The caller writes the tally
@@ -198,12 +198,12 @@ pub async fn insert(conn: &mut PgConnection, new: &NewReceived<'_>, tally: &mut 
     let size = new.raw.len() as i64;
     let day = new.now.date_naive();
     let allowance: (bool, Option<i32>, Option<i64>, i64, i64) = sqlx::query_as(
-        "SELECT t.risk_state = 'suspended', p.inbound_daily_cap, p.inbound_storage_bytes,
+        "SELECT t.risk_state = 'suspended', p.inbound_daily_cap, l.inbound_storage_bytes,
                 CASE WHEN p.inbound_daily_cap IS NULL THEN 0
                      ELSE (SELECT COALESCE(sum(messages), 0) FROM received_usage WHERE team_id = t.id AND day = $2) END::int8,
-                CASE WHEN p.inbound_storage_bytes IS NULL THEN 0
+                CASE WHEN l.inbound_storage_bytes IS NULL THEN 0
                      ELSE (SELECT COALESCE(sum(bytes), 0) FROM received_storage WHERE team_id = t.id) END::int8
-         FROM teams t JOIN plans p ON p.code = t.plan_code WHERE t.id = $1",
+         FROM teams t JOIN plans p ON p.code = t.plan_code JOIN team_limits l ON l.team_id = t.id WHERE t.id = $1",
     )
     .bind(new.team_id)
     .bind(day)

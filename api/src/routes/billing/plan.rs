@@ -52,7 +52,7 @@ pub struct BillingChange {
 }
 
 /// `422` pointing at a checkout: the team has no subscription to change.
-fn needs_checkout(what: &str) -> ApiError {
+pub(super) fn needs_checkout(what: &str) -> ApiError {
     ApiError::refused(format!("The team has no subscription to {what}; start one with `POST /billing/checkout`.")).with_details(json!({ "next": "checkout" }))
 }
 
@@ -103,8 +103,12 @@ impl PlanApi {
             let priced = stripe::priced(&mut *state.pool.acquire().await?, "plan", &target.code).await?.ok_or_else(|| ApiError::refused_field("plan_code", "is not sold"))?;
             let price = provider::price(&state, client, &priced).await?;
             let subscription = client.subscription(&subscription_id).await.map_err(provider::failed)?;
-            let item = subscription["items"]["data"][0]["id"].as_str().unwrap_or_default().to_string();
-            let form = [("items[0][id]", item.as_str()), ("items[0][price]", price.as_str()), ("proration_behavior", "create_prorations"), ("cancel_at_period_end", "false")];
+            // A subscription to add-ons only gains the plan as a new item.
+            let item = jobs::billing::plan_item(&mut *state.pool.acquire().await?, &subscription).await?;
+            let mut form = vec![("items[0][price]", price.as_str()), ("proration_behavior", "create_prorations"), ("cancel_at_period_end", "false")];
+            if let Some(item) = &item {
+                form.push(("items[0][id]", item.as_str()));
+            }
             let updated = client.update_subscription(&subscription_id, &form, &key).await.map_err(provider::failed)?;
             let mut tx = state.pool.begin().await?;
             jobs::billing::apply_answer(&mut tx, team_id, &updated).await?;
