@@ -1,6 +1,21 @@
 -- Billing (#24), third part: each closed period's metered usage as reported to Stripe, the
--- spend cap bounding email overage as it bounds contacts, and the storage add-on raising the
--- Inbox's storage quota.
+-- spend cap bounding email overage as it bounds contacts, the storage add-on raising the
+-- Inbox's storage quota, and each sending tier's daily cap.
+
+-- What each sending tier may send a day (UTC), whatever the plan allows: a new team's mail is
+-- held to a trickle until its domain verifies, a card on file raises it again, and an
+-- operator's review lifts it (NULL: the plan's cap alone). Data, as plans are: an operator
+-- may change the numbers, and a reviewed limit request (`daily_emails`) overrides them.
+CREATE TABLE sending_tiers (
+    tier        smallint PRIMARY KEY CONSTRAINT sending_tiers_tier_check CHECK (tier BETWEEN 0 AND 3),
+    name        text NOT NULL UNIQUE,
+    daily_cap   integer CONSTRAINT sending_tiers_daily_cap_check CHECK (daily_cap > 0)
+);
+INSERT INTO sending_tiers (tier, name, daily_cap) VALUES
+    (0, 'new', 100),
+    (1, 'verified', 10000),
+    (2, 'paid', 100000),
+    (3, 'trusted', NULL);
 
 -- A closed billing period's usage, worked out once when the period closes (in the transaction
 -- that applies Stripe's renewal or ending of the subscription, before the plan can move) and
@@ -34,12 +49,13 @@ CREATE TABLE billing_usage_reports (
     PRIMARY KEY (team_id, period_start)
 );
 
--- The limits that apply to each team (see 20261201000004): as before, and with a spend cap on
+-- The limits that apply to each team (see 20261201000004): as before; the daily cap is the
+-- lower of the plan's and the sending tier's unless an operator granted one; with a spend cap on
 -- a live subscription, email overage stops where the cap leaves no room past the plan's price;
 -- `inbound_storage_bytes` is the plan's Inbox storage plus 100 GB per storage add-on held.
 CREATE OR REPLACE VIEW team_limits AS
 SELECT t.id AS team_id,
-       COALESCE(o.daily_emails, p.daily_cap) AS daily_cap,
+       COALESCE(o.daily_emails, LEAST(p.daily_cap, st.daily_cap)) AS daily_cap,
        COALESCE(o.monthly_emails, p.monthly_limit,
                 CASE WHEN tb.spend_cap_cents IS NOT NULL AND p.overage_per_1000_cents IS NOT NULL
                           AND tb.subscription_status IN ('active', 'trialing', 'past_due')
@@ -59,5 +75,6 @@ SELECT t.id AS team_id,
                   THEN 107374182400::int8 * COALESCE((tb.addons ->> 'inbox_storage_100gb')::int8, 0) ELSE 0 END AS inbound_storage_bytes
 FROM teams t
 JOIN plans p ON p.code = t.plan_code
+JOIN sending_tiers st ON st.tier = t.sending_tier
 LEFT JOIN team_limit_overrides o ON o.team_id = t.id
 LEFT JOIN team_billing tb ON tb.team_id = t.id;

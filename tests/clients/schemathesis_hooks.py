@@ -215,11 +215,16 @@ EXCLUSIONS = [
         "`inbox_seat` only: rules across two fields; a return URL must also parse as a URL",
     ),
     (
+        "ST202", r"^POST /billing/addons$", "validation_error", r"`quantity`",
+        "`quantity` goes with `inbox_seat` only (the storage add-on is one per team): a rule of "
+        "the add-on named in the other field",
+    ),
+    (
         "ST202", r"^POST /billing/portal$", "validation_error", r"`return_url`",
         "a return URL must parse as a URL besides matching its pattern",
     ),
     (
-        "ST101", r"^(POST|PATCH) /billing", "service_unavailable", r"no payment provider|webhook is not configured",
+        "ST101", r"^(POST|PATCH|DELETE) /billing", "service_unavailable", r"no payment provider|webhook is not configured",
         "billing writes answer 503 service_unavailable while the operator has configured no payment "
         "provider (`HERALD_STRIPE_SECRET_KEY`, `HERALD_STRIPE_WEBHOOK_SECRET`), as the spec says",
     ),

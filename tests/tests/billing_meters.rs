@@ -230,3 +230,36 @@ async fn a_spend_cap_stops_email_overage_where_the_cap_leaves_no_room_and_bounds
     assert_eq!(app.patch("/billing", json!({ "spend_cap_cents": null })).await.body["usage"]["monthly_limit"], json!(null));
     assert_eq!(send(&mail).await.status, 200, "without the cap, overage is billed again");
 }
+
+#[tokio::test]
+async fn each_sending_tier_caps_the_days_sends_whatever_the_plan_allows() {
+    let mail = tests::mail::setup().await;
+    let app = &mail.app;
+    let team = app.get("/team").await.body;
+    assert_eq!(team["sending"]["tier_name"], "verified", "a pro team whose domain verified");
+    assert_eq!((team["sending"]["daily_cap"].as_i64(), team["sending"]["next_daily_cap"].as_i64()), (Some(10_000), Some(100_000)));
+    assert_eq!(app.get("/billing").await.body["usage"]["daily_limit"], 10_000, "the pro plan has no daily cap; the tier has");
+
+    sqlx::query("INSERT INTO send_usage (team_id, period_kind, period_start, emails) VALUES ($1, 'day', (now() AT TIME ZONE 'UTC')::date, 9999)")
+        .bind(app.team_id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(send(&mail).await.status, 200);
+    send(&mail).await.assert_error(429, "daily_quota_exceeded");
+
+    // An operator's review lifts the tier's cap: the plan's (none) applies.
+    let mut conn = app.pool.acquire().await.unwrap();
+    assert_eq!(schema::store::stripe::trust(&mut conn, app.team_id, true).await.unwrap(), Some(3));
+    let team = app.get("/team").await.body;
+    assert_eq!((team["sending"]["daily_cap"].clone(), team["sending"]["next_daily_cap"].clone()), (json!(null), json!(null)));
+    assert_eq!(app.get("/billing").await.body["usage"]["daily_limit"], json!(null));
+    assert_eq!(send(&mail).await.status, 200);
+
+    // A new team is held to its tier's 100 a day even on a bigger plan.
+    let fresh = TestApp::spawn().await;
+    sqlx::query("UPDATE teams SET plan_code = 'scale' WHERE id = $1").bind(fresh.team_id).execute(&fresh.pool).await.unwrap();
+    let team = fresh.get("/team").await.body;
+    assert_eq!((team["sending"]["tier_name"].as_str(), team["sending"]["daily_cap"].as_i64()), (Some("new"), Some(100)));
+    assert_eq!(fresh.get("/billing").await.body["usage"]["daily_limit"], 100);
+}

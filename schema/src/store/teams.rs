@@ -20,6 +20,9 @@ pub struct Team {
     pub webhook_endpoint_limit: i32,
     pub retention_days: i32,
     pub sending_tier: i16,
+    /// What the sending tier may send a day, and the next tier (`None`: no cap of its own).
+    pub tier_daily_cap: Option<i32>,
+    pub next_tier_daily_cap: Option<i32>,
     pub sandbox_regions: Vec<String>,
     pub sender_name: Option<String>,
     pub postal_address: Option<serde_json::Value>,
@@ -49,9 +52,10 @@ pub async fn get(conn: &mut PgConnection, team_id: Uuid) -> sqlx::Result<Option<
     sqlx::query_as(
         "SELECT t.id, t.name, t.slug, t.risk_state, t.plan_code, p.name AS plan_name,
                 p.included_emails, p.daily_cap, p.domain_limit, p.webhook_endpoint_limit,
-                p.retention_days, t.sending_tier, t.sandbox_regions, t.sender_name,
-                t.postal_address, t.ai_assist_enabled, t.brand_kit, t.created_at
-         FROM teams t JOIN plans p ON p.code = t.plan_code
+                p.retention_days, t.sending_tier, st.daily_cap AS tier_daily_cap, nt.daily_cap AS next_tier_daily_cap,
+                t.sandbox_regions, t.sender_name, t.postal_address, t.ai_assist_enabled, t.brand_kit, t.created_at
+         FROM teams t JOIN plans p ON p.code = t.plan_code JOIN sending_tiers st ON st.tier = t.sending_tier
+         LEFT JOIN sending_tiers nt ON nt.tier = t.sending_tier + 1
          WHERE t.id = $1",
     )
     .bind(team_id)

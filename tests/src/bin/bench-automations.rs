@@ -104,7 +104,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn team(pool: &PgPool) -> anyhow::Result<(Uuid, String)> {
     let (team_id, key) = api::cli::create_team(pool, "Bench").await?;
-    sqlx::query("UPDATE teams SET plan_code = 'scale', sandbox_regions = '{}' WHERE id = $1").bind(team_id).execute(pool).await?;
+    sqlx::query("UPDATE teams SET plan_code = 'scale', sending_tier = 3, sandbox_regions = '{}' WHERE id = $1").bind(team_id).execute(pool).await?;
     let dkim = schema::domain::generate_dkim_key()?;
     sqlx::query(
         "INSERT INTO domains (id, team_id, name, zone, region, mail_from_code, dkim_private_key, dkim_public_key, status)

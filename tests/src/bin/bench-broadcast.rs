@@ -132,7 +132,7 @@ async fn main() -> anyhow::Result<()> {
 async fn team(pool: &PgPool) -> anyhow::Result<(Uuid, String, Uuid)> {
     let (team_id, key) = api::cli::create_team(pool, "Bench").await?;
     sqlx::query(
-        "UPDATE teams SET plan_code = 'scale', sandbox_regions = '{}',
+        "UPDATE teams SET plan_code = 'scale', sending_tier = 3, sandbox_regions = '{}',
              postal_address = '{\"line1\": \"1 Main St\", \"city\": \"Springfield\", \"postal_code\": \"62701\", \"country\": \"US\"}'
          WHERE id = $1",
     )

@@ -66,7 +66,7 @@ async fn source(port: u16, messages: i64, sessions: usize) -> anyhow::Result<f64
 /// A team on the `scale` plan (no inbound caps) receiving at `in.bench.test`.
 async fn team(pool: &PgPool) -> anyhow::Result<Uuid> {
     let (team_id, _) = api::cli::create_team(pool, "Bench").await?;
-    sqlx::query("UPDATE teams SET plan_code = 'scale' WHERE id = $1").bind(team_id).execute(pool).await?;
+    sqlx::query("UPDATE teams SET plan_code = 'scale', sending_tier = 3 WHERE id = $1").bind(team_id).execute(pool).await?;
     let dkim = schema::domain::generate_dkim_key()?;
     sqlx::query(
         "INSERT INTO domains (id, team_id, name, zone, region, mail_from_code, dkim_private_key, dkim_public_key, status,

@@ -121,7 +121,7 @@ struct Desk {
 /// A team on the `scale` plan receiving at [`DOMAIN`], with two channels and ten members.
 async fn setup(pool: &sqlx::PgPool) -> anyhow::Result<()> {
     let (team_id, _) = api::cli::create_team(pool, "Bench").await?;
-    sqlx::query("UPDATE teams SET plan_code = 'scale' WHERE id = $1").bind(team_id).execute(pool).await?;
+    sqlx::query("UPDATE teams SET plan_code = 'scale', sending_tier = 3 WHERE id = $1").bind(team_id).execute(pool).await?;
     let dkim = schema::domain::generate_dkim_key()?;
     let domain_id: Uuid = sqlx::query_scalar(
         "INSERT INTO domains (id, team_id, name, zone, region, mail_from_code, dkim_private_key, dkim_public_key, status,

@@ -40,7 +40,7 @@ async fn teams(pool: &PgPool, count: u64) -> anyhow::Result<Vec<(Uuid, Uuid, Str
     let mut teams = Vec::new();
     for n in 0..count {
         let (team_id, api_key) = api::cli::create_team(pool, &format!("Bench {n}")).await?;
-        sqlx::query("UPDATE teams SET plan_code = 'scale', sandbox_regions = '{}' WHERE id = $1").bind(team_id).execute(pool).await?;
+        sqlx::query("UPDATE teams SET plan_code = 'scale', sending_tier = 3, sandbox_regions = '{}' WHERE id = $1").bind(team_id).execute(pool).await?;
         let name = format!("t{n}.bench.test");
         let domain_id: Uuid = sqlx::query_scalar(
             "INSERT INTO domains (id, team_id, name, zone, region, mail_from_code, dkim_private_key, dkim_public_key, status)

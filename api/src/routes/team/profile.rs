@@ -129,6 +129,12 @@ pub struct SendingView {
     pub tier_name: Choice<TierName>,
     /// What raises the tier next, or `null` at the top tier.
     pub next_unlock: Nullable<Choice<NextUnlock>>,
+    /// Emails a day (UTC) this tier allows whatever the plan does, or `null` when only the
+    /// plan's cap applies; `usage.daily_limit` in `GET /billing` is the lower of the two.
+    pub daily_cap: Nullable<i32>,
+    /// Emails a day the next tier allows, or `null` when it has no cap of its own or at the top
+    /// tier.
+    pub next_daily_cap: Nullable<i32>,
 }
 
 /// Single sign-on, when configured (never a secret or a member list).
@@ -293,6 +299,8 @@ fn view(team: Team) -> TeamView {
             tier,
             tier_name: Choice::new(schema::model::tier_name(tier)),
             next_unlock: Nullable(schema::model::next_unlock(tier).map(Choice::new)),
+            daily_cap: Nullable(team.tier_daily_cap),
+            next_daily_cap: Nullable(team.next_tier_daily_cap),
         },
         sso: Nullable(None),
     }
