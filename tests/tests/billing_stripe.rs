@@ -59,6 +59,13 @@ async fn a_checkout_opens_a_hosted_page_whose_payment_moves_the_team_to_its_plan
     assert!(!list.is_empty(), "the subscription's first invoice: {}", invoices.body);
     assert_eq!((list[0]["total_cents"].as_i64(), list[0]["currency"].as_str()), (Some(2000), Some("usd")));
 
+    // A second subscription is never started: the plan changes, and add-ons join, the one held.
+    for (body, route) in [(checkout("scale"), "/billing/plan"), (json!({ "addon_code": "inbox_seat", "return_url": "https://app.example.com" }), "/billing/addons")] {
+        let refused = app.post("/billing/checkout", body).await;
+        refused.assert_error(422, "validation_error");
+        assert!(refused.body["message"].as_str().unwrap().contains(route), "{}", refused.body);
+    }
+
     let portal = app.post("/billing/portal", json!({ "return_url": "https://app.example.com/settings/billing" })).await;
     assert_eq!(portal.status, 200, "{}", portal.body);
     assert_eq!(portal.body["object"], "billing_portal_session");

@@ -82,7 +82,9 @@ fn returning(url: &url::Url, outcome: &str) -> String {
 #[poem_openapi::OpenApi(tag = "Tag::Billing")]
 impl CheckoutApi {
     /// Open Stripe's hosted checkout for a plan or an add-on (`full_access`). The subscription
-    /// it starts reaches Herald through Stripe's webhook.
+    /// it starts reaches Herald through Stripe's webhook. A team that has a subscription
+    /// already (`checkout_available: false`) changes its plan with `POST /billing/plan` and adds
+    /// add-ons with `POST /billing/addons` instead (`422`).
     #[oai(path = "/billing/checkout", method = "post", operation_id = "create-checkout-session")]
     async fn checkout(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<CheckoutBody>) -> ApiResult<Json<CheckoutSessionView>> {
         let body = body.0;
@@ -101,6 +103,7 @@ impl CheckoutApi {
         }
         let mut conn = state.pool.acquire().await?;
         let priced = schema::store::stripe::priced(&mut conn, kind, code).await?;
+        let subscribed = schema::store::billing::read(&mut conn, caller.team_id, Utc::now()).await?.subscribed();
         drop(conn);
         let Some(priced) = priced else {
             let field = if kind == "plan" { "plan_code" } else { "addon_code" };
@@ -114,6 +117,10 @@ impl CheckoutApi {
             Some(n) => n as u32,
         };
         let stripe = provider::client(&state)?;
+        if subscribed {
+            let instead = if kind == "plan" { "change its plan with `POST /billing/plan`" } else { "add the add-on with `POST /billing/addons`" };
+            return Err(ApiError::refused(format!("The team has a subscription already (`checkout_available` is false): {instead}.")));
+        }
         let customer = provider::customer(&state, stripe, caller.team_id).await?;
         let price = provider::price(&state, stripe, &priced).await?;
         let team = caller.team_id.to_string();
