@@ -78,3 +78,7 @@ JOIN plans p ON p.code = t.plan_code
 JOIN sending_tiers st ON st.tier = t.sending_tier
 LEFT JOIN team_limit_overrides o ON o.team_id = t.id
 LEFT JOIN team_billing tb ON tb.team_id = t.id;
+
+-- AI assist credits a plan includes each month (#25 meters them; NULL: no allowance of its own).
+ALTER TABLE plans ADD COLUMN ai_credits_monthly integer CONSTRAINT plans_ai_credits_monthly_check CHECK (ai_credits_monthly >= 0);
+UPDATE plans SET ai_credits_monthly = CASE code WHEN 'free' THEN 25 WHEN 'pro' THEN 500 WHEN 'scale' THEN 2500 END;
