@@ -111,9 +111,10 @@ impl Application {
         let link_key = std::sync::Arc::new(link_key);
         let (spool, spool_task) = crate::routes::pages::spool::Spool::start(&config.spool_dir, pool.clone())?;
         let stripe = config.stripe.as_ref().map(|s| jobs::stripe::Stripe::new(&s.api_base, &s.secret_key, s.timeout)).transpose()?;
+        let ai = config.ai.as_ref().map(|a| jobs::ai::Ai::new(&a.base_url, a.api_key.as_deref(), &a.model, a.timeout)).transpose()?;
         let invoices = Default::default();
         let state =
-            AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool, stripe, invoices });
+            AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool, stripe, ai, invoices });
         Ok(Self { acceptor, port, state, log_task, listener, spool_task })
     }
 

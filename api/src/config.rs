@@ -62,6 +62,9 @@ pub struct Config {
     /// The payment provider: `HERALD_STRIPE_SECRET_KEY` turns billing writes on; unset, each
     /// answers `503 service_unavailable` and `GET /billing` still answers.
     pub stripe: Option<StripeSettings>,
+    /// AI assist's provider: `HERALD_AI_BASE_URL` turns the `/ai` routes on; unset, each
+    /// answers `503 service_unavailable`.
+    pub ai: Option<AiSettings>,
     /// `HERALD_SMTP_RELAY`: `smtp://[user:pass@]host:port` (or `smtps://`); unset delivers to
     /// each recipient's MX.
     pub smtp_relay: Option<jobs::smtp::Relay>,
@@ -146,6 +149,20 @@ pub struct StripeSettings {
     /// unset, `POST /billing/stripe/webhook` refuses every event.
     pub webhook_secret: Option<String>,
     /// `HERALD_STRIPE_TIMEOUT_SECONDS`: how long one call may take (default 10).
+    pub timeout: std::time::Duration,
+}
+
+/// AI assist's provider: a server speaking OpenAI's Chat Completions API.
+#[derive(Debug, Clone)]
+pub struct AiSettings {
+    /// `HERALD_AI_BASE_URL`: the API base up to and including `/v1` (OpenAI's
+    /// `https://api.openai.com/v1`, Ollama's `http://localhost:11434/v1`, ...).
+    pub base_url: String,
+    /// `HERALD_AI_API_KEY`: sent as a bearer token when set (never logged or answered).
+    pub api_key: Option<String>,
+    /// `HERALD_AI_MODEL`: the model to ask (default `gpt-4o-mini`).
+    pub model: String,
+    /// `HERALD_AI_TIMEOUT_SECONDS`: how long one call may take (default 30).
     pub timeout: std::time::Duration,
 }
 
@@ -245,6 +262,15 @@ impl Config {
                     api_base: get("HERALD_STRIPE_API_BASE", jobs::stripe::DEFAULT_API_BASE),
                     webhook_secret: lookup("HERALD_STRIPE_WEBHOOK_SECRET").filter(|v| !v.is_empty()),
                     timeout: std::time::Duration::from_secs_f64(number("HERALD_STRIPE_TIMEOUT_SECONDS", "10")?.clamp(0.1, 120.0)),
+                }),
+            },
+            ai: match lookup("HERALD_AI_BASE_URL").map(|v| v.trim().to_string()).filter(|v| !v.is_empty()) {
+                None => None,
+                Some(base_url) => Some(AiSettings {
+                    base_url,
+                    api_key: lookup("HERALD_AI_API_KEY").filter(|v| !v.is_empty()),
+                    model: get("HERALD_AI_MODEL", "gpt-4o-mini"),
+                    timeout: std::time::Duration::from_secs_f64(number("HERALD_AI_TIMEOUT_SECONDS", "30")?.clamp(1.0, 120.0)),
                 }),
             },
             database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),

@@ -48,6 +48,8 @@ pub struct Shared {
     pub spool: crate::routes::pages::spool::Spool,
     /// Stripe, when configured.
     pub stripe: Option<jobs::stripe::Stripe>,
+    /// AI assist's provider, when configured.
+    pub ai: Option<jobs::ai::Ai>,
     /// Each team's invoices as Stripe last listed them, kept 60 seconds.
     pub invoices: crate::routes::billing::invoices::InvoiceCache,
 }

@@ -25,6 +25,8 @@ pub struct Report {
     pub dropped_received_emails: u64,
     /// Contacts whose billable flag was found stale and worked out again.
     pub billable_repairs: u64,
+    /// AI assist's per-minute request windows past their minute.
+    pub ai_request_windows: u64,
 }
 
 /// How long consent records are kept.
@@ -71,5 +73,6 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.billable_repairs = contacts::reconcile_billable(&mut conn).await?;
+    report.ai_request_windows = schema::store::ai::forget_windows(&mut conn, chrono::Utc::now() - chrono::TimeDelta::minutes(2)).await?;
     Ok(report)
 }

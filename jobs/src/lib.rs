@@ -1,6 +1,7 @@
 //! Job workers: the runtime that runs every queue under apalis, the schedule that enqueues
 //! periodic work once however many workers run, and one module per job.
 
+pub mod ai;
 pub mod automations;
 pub mod backoff;
 pub mod billing;

@@ -34,6 +34,7 @@ pub use catalog::Catalog;
 pub use context::{Contact, Context, Mode, Rendered};
 pub use document::{LIMIT_BLOCKS, LIMIT_SECTIONS, Visual};
 pub use program::{Compiled, LIMIT_ITEMS};
+pub use sanitize::{clean as sanitize_html, to_text as html_to_text};
 
 /// One thing wrong with a template, at a JSON-path-like `path` such as
 /// `document.sections[0].columns[1].blocks[2].type`, or `subject` / `html` / `text` for plain parts.

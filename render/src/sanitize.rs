@@ -26,7 +26,7 @@ fn cleaner() -> &'static ammonia::Builder<'static> {
 /// `html` with scripts, event handlers, style sheets (`<style>`, `<link>`), `javascript:` links and
 /// embeds (`iframe`, `object`, `embed`) removed; ordinary formatting, tables, `style`
 /// attributes, images and http/https/mailto links kept.
-pub(crate) fn clean(html: &str) -> String {
+pub fn clean(html: &str) -> String {
     cleaner().clean(html).to_string()
 }
 
@@ -37,7 +37,7 @@ const BLOCK_TAGS: [&str; 20] = [
 
 /// Reads HTML as plain text: block elements on their own lines, `<br>` as a line break, links as
 /// `text (href)`, images as their alt text; scripts and styles dropped.
-pub(crate) fn to_text(html: &str) -> String {
+pub fn to_text(html: &str) -> String {
     let mut out = String::new();
     let mut links: Vec<Option<String>> = Vec::new();
     for token in tokens(html) {

@@ -234,6 +234,11 @@ EXCLUSIONS = [
         "Stripe (holding the signing secret) can make",
     ),
     (
+        "ST101", r"^POST /ai/", "service_unavailable", r"AI assist is not configured",
+        "every AI route answers 503 service_unavailable while the operator has configured no AI "
+        "provider (`HERALD_AI_BASE_URL`), as the spec says; the run configures none",
+    ),
+    (
         "ST101", r"^PATCH /team$", "service_unavailable", r"AI assist is not configured",
         "the spec answers `ai_assist_enabled: true` with 503 service_unavailable until AI assist "
         "is configured; `false` always works",

@@ -182,6 +182,8 @@ pub struct ApiError {
     pub details: Option<Value>,
     /// On `409 resource_locked` for a domain another team holds: it can be claimed.
     pub claimable: Option<bool>,
+    /// Seconds to wait, sent as `retry-after` (a 429 of a per-route limit).
+    pub retry_after: Option<u64>,
 }
 
 /// A result whose error is the public error.
@@ -191,12 +193,18 @@ impl ApiError {
     /// An error of `kind` (its status and name from the table) saying `message`.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         let (status, name) = kind.status_and_name();
-        Self { status, name, message: message.into(), errors: Vec::new(), code: None, details: None, claimable: None }
+        Self { status, name, message: message.into(), errors: Vec::new(), code: None, details: None, claimable: None, retry_after: None }
     }
 
     /// Adds one `errors[]` entry.
     pub fn with_error(mut self, path: impl Into<String>, message: impl Into<String>) -> Self {
         self.errors.push(FieldError { path: path.into(), message: message.into() });
+        self
+    }
+
+    /// Sends `retry-after: seconds` with the answer.
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
         self
     }
 
@@ -277,6 +285,14 @@ impl ApiError {
     }
 
     /// The JSON body.
+    /// `response` with this error's own `retry-after`, if it has one.
+    pub fn waiting(&self, mut response: Response) -> Response {
+        if let Some(seconds) = self.retry_after {
+            response.headers_mut().insert("retry-after", poem::http::HeaderValue::from(seconds));
+        }
+        response
+    }
+
     pub fn body(&self) -> Value {
         let mut body = json!({
             "statusCode": self.status.as_u16(),
@@ -305,7 +321,7 @@ impl ResponseError for ApiError {
     }
 
     fn as_response(&self) -> Response {
-        with_retry_after(self.status, json_response(self.status, &self.body()))
+        self.waiting(with_retry_after(self.status, json_response(self.status, &self.body())))
     }
 }
 

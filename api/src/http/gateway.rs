@@ -5,7 +5,7 @@
 use crate::http::credentials::{bearer_token, cookie};
 use crate::http::error::{ApiError, ErrorKind, is_unavailable, json_response, with_retry_after};
 use crate::http::operations::{self, Access, Operation, Routing};
-use crate::http::request_log::{source_of, stored_body};
+use crate::http::request_log::{Kept, source_of, stored_body};
 use crate::state::{AppState, Caller, RequestContext, SessionCaller};
 use poem::http::{HeaderValue, Method, StatusCode, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
@@ -87,7 +87,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
             let keep_response = !inbox && (method != Method::GET || !status.is_success());
             let response_body = if keep_response {
                 let bytes = response.take_body().into_bytes().await.unwrap_or_default();
-                let stored = stored_body(&bytes, false);
+                let stored = stored_body(&bytes, Kept::Whole);
                 response.set_body(bytes);
                 stored
             } else {
@@ -173,7 +173,10 @@ impl<E: Endpoint> Gateway<E> {
         // finish, as on a stalled database connection that has no timeout of its own, is
         // answered 503 at the deadline; a send retried with its `Idempotency-Key` answers the
         // first outcome if that did commit.
-        let deadline = self.state.config.request_timeout;
+        let deadline = match operation {
+            Some(o) if o.ai => self.state.config.request_timeout.max(jobs::ai::DEFAULT_TIMEOUT + std::time::Duration::from_secs(5)),
+            _ => self.state.config.request_timeout,
+        };
         match tokio::time::timeout(deadline, self.dispatch(req, handled, routing, path, query, body, log_id, request_id)).await {
             Ok(handled) => handled,
             Err(_) => {
@@ -278,7 +281,7 @@ impl<E: Endpoint> Gateway<E> {
         }
         if let Some(bytes) = body {
             if handled.credential.is_some() && !operation.is_some_and(|o| o.access == Access::Inbox) {
-                handled.request_body = stored_body(&bytes, operation.is_some_and(|o| o.carries_send_content));
+                handled.request_body = stored_body(&bytes, operation.map_or(Kept::Whole, |o| if o.ai { Kept::Sizes } else if o.carries_send_content { Kept::SendContent } else { Kept::Whole }));
             }
             req.set_body(bytes);
         }
@@ -579,7 +582,7 @@ impl ApiError {
         if self.status.is_server_error() && self.name == "application_error" {
             json_response(self.status, &ApiError::internal(request_id).body())
         } else {
-            with_retry_after(self.status, json_response(self.status, &self.body()))
+            self.waiting(with_retry_after(self.status, json_response(self.status, &self.body())))
         }
     }
 }

@@ -152,3 +152,14 @@ mod tests {
         assert!(check_path("/contacts/{contact}", "/contacts/a%2Bb@x.y").is_ok());
     }
 }
+
+/// An absolute https URL of at most 2,048 characters, or `422 validation_error` naming `field`.
+pub fn https_url(field: &str, raw: &str) -> Result<url::Url, ApiError> {
+    if raw.len() > 2048 {
+        return Err(ApiError::refused_field(field, "must be at most 2048 characters"));
+    }
+    match url::Url::parse(raw) {
+        Ok(url) if url.scheme() == "https" && url.host_str().is_some_and(|h| !h.is_empty()) => Ok(url),
+        _ => Err(ApiError::refused_field(field, "must be an absolute https URL")),
+    }
+}

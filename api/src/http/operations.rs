@@ -58,6 +58,9 @@ pub struct Operation {
     pub inbox_access: Option<&'static str>,
     /// Whether the request carries a send's content (logged as size and digest).
     pub carries_send_content: bool,
+    /// An AI assist call: every text of its body is logged as size and digest, and its
+    /// deadline covers the provider's own timeout.
+    pub ai: bool,
     /// The largest request body it reads, in bytes: past it the gateway answers `413` without
     /// reading on.
     pub body_limit: usize,
@@ -76,7 +79,7 @@ pub const IMPORT_BODY: usize = 51 * 1024 * 1024;
 pub const UPLOAD_BODY: usize = 2 * 1024 * 1024 + 64 * 1024;
 
 const fn op(id: &'static str, method: Method, path: &'static str, access: Access) -> Operation {
-    Operation { id, method, path, access, scope: None, inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
+    Operation { id, method, path, access, scope: None, inbox_access: None, carries_send_content: false, ai: false, body_limit: SMALL_BODY }
 }
 
 impl Operation {
@@ -243,6 +246,10 @@ pub static OPERATIONS: &[Operation] = &[
     op("change-plan", Method::POST, "/billing/plan", Access::FullAccess),
     op("add-billing-addon", Method::POST, "/billing/addons", Access::FullAccess),
     op("remove-billing-addon", Method::DELETE, "/billing/addons/{addon_code}", Access::FullAccess),
+    ai("suggest-subject-lines", "/ai/subject-lines"),
+    ai("suggest-subject-variants", "/ai/subject-variants"),
+    ai("draft-email", "/ai/draft"),
+    ai("write-alt-text", "/ai/alt-text"),
     op("update-billing", Method::PATCH, "/billing", Access::FullAccess),
     op("create-limit-request", Method::POST, "/billing/limit-requests", Access::FullAccess),
     op("list-limit-requests", Method::GET, "/billing/limit-requests", Access::FullAccess),
@@ -319,17 +326,22 @@ pub static OPERATIONS: &[Operation] = &[
 /// reads, `inbox:write` for the rest.
 const fn inbox(id: &'static str, method: Method, path: &'static str, level: &'static str) -> Operation {
     let scope = if matches!(level.as_bytes(), b"read") { "inbox:read" } else { "inbox:write" };
-    Operation { id, method, path, access: Access::Inbox, scope: Some(scope), inbox_access: Some(level), carries_send_content: false, body_limit: SMALL_BODY }
+    Operation { id, method, path, access: Access::Inbox, scope: Some(scope), inbox_access: Some(level), carries_send_content: false, ai: false, body_limit: SMALL_BODY }
 }
 
 /// The dashboard session only: setting the Inbox up (a team admin), and a person's own drafts.
 const fn inbox_setup(id: &'static str, method: Method, path: &'static str) -> Operation {
-    Operation { id, method, path, access: Access::Session, scope: None, inbox_access: Some("write"), carries_send_content: false, body_limit: SMALL_BODY }
+    Operation { id, method, path, access: Access::Session, scope: None, inbox_access: Some("write"), carries_send_content: false, ai: false, body_limit: SMALL_BODY }
 }
 
 /// An operation an OAuth token with `scope` reaches.
 const fn scoped(id: &'static str, method: Method, path: &'static str, access: Access, scope: &'static str) -> Operation {
-    Operation { id, method, path, access, scope: Some(scope), inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
+    Operation { id, method, path, access, scope: Some(scope), inbox_access: None, carries_send_content: false, ai: false, body_limit: SMALL_BODY }
+}
+
+/// An AI assist call: a `full_access` key or a token with `ai:use`, its texts logged as sizes.
+const fn ai(id: &'static str, path: &'static str) -> Operation {
+    Operation { id, method: Method::POST, path, access: Access::FullAccess, scope: Some("ai:use"), inbox_access: None, carries_send_content: false, ai: true, body_limit: SMALL_BODY }
 }
 
 /// A send: any key, scope `emails:send`, its content logged as size and digest.
@@ -342,13 +354,14 @@ const fn send(id: &'static str, path: &'static str) -> Operation {
         scope: Some("emails:send"),
         inbox_access: None,
         carries_send_content: true,
+        ai: false,
         body_limit: SEND_BODY,
     }
 }
 
 /// Reading or changing sent mail: a `full_access` key, scope `emails:read`.
 const fn read(id: &'static str, method: Method, path: &'static str) -> Operation {
-    Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false, body_limit: SMALL_BODY }
+    Operation { id, method, path, access: Access::FullAccess, scope: Some("emails:read"), inbox_access: None, carries_send_content: false, ai: false, body_limit: SMALL_BODY }
 }
 
 /// Every OAuth scope: the ones document C names and one read and one write scope per area an

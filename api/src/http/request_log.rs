@@ -225,9 +225,20 @@ pub fn source_of(user_agent: &str) -> String {
     "api".into()
 }
 
+/// What of a body's JSON is kept in the request log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kept {
+    /// The JSON as sent.
+    Whole,
+    /// A send's content fields as `{ size, sha256 }`.
+    SendContent,
+    /// Every string as `{ size, sha256 }` (AI assist's briefs and material).
+    Sizes,
+}
+
 /// What is stored of a body: nothing when it names a password, token, secret or key anywhere;
-/// for a send, content fields replaced by `{ size, sha256 }`; otherwise the JSON as sent.
-pub fn stored_body(raw: &[u8], carries_send_content: bool) -> Option<Value> {
+/// otherwise the JSON, as `kept` says.
+pub fn stored_body(raw: &[u8], kept: Kept) -> Option<Value> {
     if raw.is_empty() {
         return None;
     }
@@ -240,8 +251,10 @@ pub fn stored_body(raw: &[u8], carries_send_content: bool) -> Option<Value> {
     if names_a_secret(&value) {
         return None;
     }
-    if carries_send_content {
-        measure_content(&mut value);
+    match kept {
+        Kept::Whole => {}
+        Kept::SendContent => measure_content(&mut value),
+        Kept::Sizes => measure_strings(&mut value),
     }
     Some(value)
 }
@@ -260,6 +273,15 @@ fn names_a_secret(value: &Value) -> bool {
 /// Bodies larger than this are stored as their size and digest only (a log is for finding a
 /// call, not for keeping megabytes of content).
 const MAX_STORED_BODY: usize = 64 * 1024;
+
+fn measure_strings(value: &mut Value) {
+    match value {
+        Value::String(text) => *value = json!({ "size": text.len(), "sha256": schema::secret::digest_hex(text.as_bytes()) }),
+        Value::Object(map) => map.values_mut().for_each(measure_strings),
+        Value::Array(items) => items.iter_mut().for_each(measure_strings),
+        _ => {}
+    }
+}
 
 /// Fields of a send that carry its content.
 const CONTENT_FIELDS: &[&str] = &["html", "text", "content", "react"];
@@ -300,13 +322,13 @@ mod tests {
 
     #[test]
     fn a_body_naming_a_token_is_dropped_whole() {
-        assert_eq!(stored_body(br#"{"object":"api_key","id":"1","token":"rk_x"}"#, false), None);
-        assert_eq!(stored_body(br#"{"user":{"password":"p"}}"#, false), None);
+        assert_eq!(stored_body(br#"{"object":"api_key","id":"1","token":"rk_x"}"#, Kept::Whole), None);
+        assert_eq!(stored_body(br#"{"user":{"password":"p"}}"#, Kept::Whole), None);
     }
 
     #[test]
     fn a_sends_content_is_replaced_by_its_size_and_digest() {
-        let stored = stored_body(br#"{"to":["a@b.c"],"html":"<p>hi</p>"}"#, true).unwrap();
+        let stored = stored_body(br#"{"to":["a@b.c"],"html":"<p>hi</p>"}"#, Kept::SendContent).unwrap();
         assert_eq!(stored["to"], json!(["a@b.c"]));
         assert_eq!(stored["html"]["size"], 9);
         assert_eq!(stored["html"]["sha256"].as_str().unwrap().len(), 64);
@@ -322,13 +344,13 @@ mod tests {
     #[test]
     fn a_body_over_64_kib_is_kept_as_its_size_and_digest() {
         let raw = format!(r#"{{"name":"{}"}}"#, "x".repeat(70_000));
-        let stored = stored_body(raw.as_bytes(), false).unwrap();
+        let stored = stored_body(raw.as_bytes(), Kept::Whole).unwrap();
         assert_eq!(stored["truncated"]["size"], raw.len());
         assert!(stored.get("name").is_none());
     }
 
     #[test]
     fn an_ordinary_body_is_kept_as_sent() {
-        assert_eq!(stored_body(br#"{"name":"Prod"}"#, false), Some(json!({"name":"Prod"})));
+        assert_eq!(stored_body(br#"{"name":"Prod"}"#, Kept::Whole), Some(json!({"name":"Prod"})));
     }
 }

@@ -3,6 +3,7 @@
 //! its own, never in a route file. Tags, the list of every API in document order, and the small
 //! answers every area uses are here.
 
+pub mod ai;
 pub mod api_keys;
 pub mod audience;
 pub mod automations;
@@ -64,6 +65,10 @@ pub enum Tag {
     Inbox,
     /// Billing: the plan, the subscription and the period's usage.
     Billing,
+    /// AI assist: subject lines, drafts and alt text through the operator's provider, metered
+    /// by monthly credits; nothing is saved or sent.
+    #[oai(rename = "AI")]
+    Ai,
     /// Pages for people (`text/html`), reached by links Herald hands out.
     #[oai(rename = "Hosted pages")]
     Pages,
@@ -146,6 +151,7 @@ apis!(
         billing::stripe_events::StripeEventsApi,
         billing::plan::PlanApi,
         billing::limits::LimitRequestsApi,
+        ai::writing::WritingApi,
     ],
 );
 

@@ -1,6 +1,7 @@
 //! Every SQL statement Herald runs, one module per resource. Functions take a connection so the
 //! caller decides the transaction.
 
+pub mod ai;
 pub mod api_keys;
 pub mod auth;
 pub mod automations;

@@ -94,7 +94,7 @@ impl CheckoutApi {
             (None, None) => return Err(ApiError::missing_field("plan_code")),
             (Some(_), Some(_)) => return Err(ApiError::refused("Give exactly one of `plan_code` and `addon_code`.")),
         };
-        let return_url = provider::https_url("return_url", &body.return_url)?;
+        let return_url = crate::http::input::https_url("return_url", &body.return_url)?;
         if let Some(to) = &body.return_to {
             use crate::http::fields::Choices;
             if !ReturnTo::allows(to.as_str()) {
@@ -143,7 +143,7 @@ impl CheckoutApi {
     /// cancels (`full_access`).
     #[oai(path = "/billing/portal", method = "post", operation_id = "create-billing-portal-session")]
     async fn portal(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<PortalBody>) -> ApiResult<Json<PortalSessionView>> {
-        let return_url = provider::https_url("return_url", &body.0.return_url)?;
+        let return_url = crate::http::input::https_url("return_url", &body.0.return_url)?;
         let stripe = provider::client(&state)?;
         let customer = provider::customer(&state, stripe, caller.team_id).await?;
         let session = stripe.portal_session(&customer, return_url.as_str()).await.map_err(provider::failed)?;

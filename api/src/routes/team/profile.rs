@@ -234,7 +234,7 @@ impl TeamApi {
             None => None,
             Some(kit) => Some(serde_json::to_value(checked_brand_kit(kit, &raw["brand_kit"], &state.config.public_url)?).map_err(anyhow::Error::from)?),
         };
-        if body.ai_assist_enabled == Some(true) {
+        if body.ai_assist_enabled == Some(true) && state.ai.is_none() {
             return Err(ApiError::new(ErrorKind::ServiceUnavailable, "AI assist is not configured on this Herald; `ai_assist_enabled: false` always works.",
             ));
         }
