@@ -234,6 +234,15 @@ EXCLUSIONS = [
         "Stripe (holding the signing secret) can make",
     ),
     (
+        "ST202", r"^POST /ai/subject-lines$", "validation_error", r"Give the message",
+        "subject lines need something to work from: one of `subject`, `html`, `text` (not blank) or "
+        "`template_id`, a rule across four fields",
+    ),
+    (
+        "ST202", r"^POST /ai/alt-text$", "validation_error", r"`image_url`",
+        "an image URL must parse as an absolute https URL besides matching its pattern",
+    ),
+    (
         "ST101", r"^POST /ai/", "service_unavailable", r"AI assist is not configured",
         "every AI route answers 503 service_unavailable while the operator has configured no AI "
         "provider (`HERALD_AI_BASE_URL`), as the spec says; the run configures none",

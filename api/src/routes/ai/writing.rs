@@ -68,6 +68,7 @@ pub struct SubjectVariantsBody {
     pub subject: String,
     /// How many variants, 2 to 5 (default 3).
     #[oai(validator(minimum(value = "2"), maximum(value = "5")))]
+    #[serde(default, deserialize_with = "crate::http::fields::whole_number")]
     pub count: Option<i64>,
 }
 
@@ -118,7 +119,7 @@ pub struct AiDraft {
 #[derive(Object, Deserialize)]
 pub struct AltTextBody {
     /// The image's absolute https URL (it is not fetched; the model reads the URL and context).
-    #[oai(validator(max_length = 2048))]
+    #[oai(validator(max_length = 2048, pattern = r"^https://[A-Za-z][A-Za-z0-9-]*(\.[A-Za-z][A-Za-z0-9-]*)*(:[0-9]{1,4})?([/?#]\S*)?$"))]
     pub image_url: String,
     /// What the image is for (up to 2,000 characters).
     #[oai(validator(max_length = 2000))]
