@@ -95,8 +95,8 @@ async fn authlib_runs_the_pkce_flow_through_the_consent_page_in_chromium_and_the
     assert_eq!(
         tools,
         [
-            "create_broadcast_draft", "find_contacts", "get_domain", "get_email", "list_domains", "list_emails", "list_inbox_conversations", "list_segments",
-            "read_inbox_conversation", "reply_to_inbox_conversation", "search_inbox", "send_email", "upsert_contact"
+            "create_broadcast_draft", "draft_email", "find_contacts", "get_domain", "get_email", "list_domains", "list_emails", "list_inbox_conversations",
+            "list_segments", "read_inbox_conversation", "reply_to_inbox_conversation", "search_inbox", "send_email", "suggest_subject_lines", "upsert_contact"
         ]
     );
     assert_eq!(answer["segments_refused"], true, "list_segments needs contacts:read, which the token lacks: {}", answer["segments_answer"]);

@@ -244,3 +244,18 @@ except openai.AuthenticationError as error:
     assert_eq!((lines[0]["finish"].as_str(), lines[0]["content"]["suggestions"].as_array().map(Vec::len), lines[0]["tokens"].as_i64()), (Some("stop"), Some(5), Some(160)));
     assert_eq!(lines[1]["refused"], 401, "a wrong key is refused in OpenAI's error format");
 }
+
+#[tokio::test]
+async fn an_agent_with_ai_use_suggests_subject_lines_and_drafts_through_mcp() {
+    let (app, provider) = app_with_ai().await;
+    let person = tests::inbox::person(&app, app.team_id, "admin", "Ada").await;
+    let writer = tests::inbox::token(&app, &person, app.team_id, &["ai:use"]).await;
+    let (failed, lines) = tests::inbox::tool(&app, &writer, "suggest_subject_lines", json!({ "subject": "Order shipped" })).await;
+    assert!(!failed && lines.contains("ai_subject_suggestions"), "{lines}");
+    let (failed, draft) = tests::inbox::tool(&app, &writer, "draft_email", json!({ "brief": "Welcome a new customer" })).await;
+    assert!(!failed && draft.contains("ai_draft"), "{draft}");
+    let reader = tests::inbox::token(&app, &person, app.team_id, &["team:read"]).await;
+    let (failed, refused) = tests::inbox::tool(&app, &reader, "draft_email", json!({ "brief": "Hi" })).await;
+    assert!(failed && refused.contains("invalid_permission"), "{refused}");
+    assert_eq!((provider.requests().len(), used(&app).await), (2, 2), "each tool is its route's own call");
+}

@@ -123,6 +123,32 @@ pub struct BroadcastDraft {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct SubjectLines {
+    /// The current subject, if any.
+    pub subject: Option<String>,
+    /// The message's HTML.
+    pub html: Option<String>,
+    /// The message's text.
+    pub text: Option<String>,
+    /// Who receives it.
+    pub audience: Option<String>,
+    /// A template of the team (id or alias) whose current version is the message.
+    pub template_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct DraftEmail {
+    /// What the message should say (up to 2,000 characters).
+    pub brief: String,
+    /// `neutral` (default), `friendly` or `formal`.
+    pub tone: Option<String>,
+    /// HTML to start from.
+    pub existing_html: Option<String>,
+    /// A template of the team (id or alias) whose current version is context.
+    pub template_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct InboxQuery {
     /// Words, `"a phrase"` or `-excluded` words, 1 to 200 characters.
     pub q: String,
@@ -247,6 +273,18 @@ impl Tools {
         self.call_route(&parts, Method::POST, &format!("/inbox/conversations/{}/replies", segment(&reply.conversation_id)), Some(body)).await
     }
 
+    #[tool(description = "Suggest subject lines for a message with AI assist; nothing is saved or sent (needs ai:use; one AI credit).")]
+    async fn suggest_subject_lines(&self, Extension(parts): Extension<http::request::Parts>, Parameters(ask): Parameters<SubjectLines>) -> Result<CallToolResult, McpError> {
+        let body = serde_json::json!({ "subject": ask.subject, "html": ask.html, "text": ask.text, "audience": ask.audience, "template_id": ask.template_id });
+        self.call_route(&parts, Method::POST, "/ai/subject-lines", Some(body)).await
+    }
+
+    #[tool(description = "Draft an email's HTML and text from a brief with AI assist; nothing is saved or sent (needs ai:use; one AI credit).")]
+    async fn draft_email(&self, Extension(parts): Extension<http::request::Parts>, Parameters(ask): Parameters<DraftEmail>) -> Result<CallToolResult, McpError> {
+        let body = serde_json::json!({ "brief": ask.brief, "tone": ask.tone, "existing_html": ask.existing_html, "template_id": ask.template_id });
+        self.call_route(&parts, Method::POST, "/ai/draft", Some(body)).await
+    }
+
     #[tool(description = "Create a broadcast draft for a segment; it is not sent (needs broadcasts:write).")]
     async fn create_broadcast_draft(&self, Extension(parts): Extension<http::request::Parts>, Parameters(draft): Parameters<BroadcastDraft>) -> Result<CallToolResult, McpError> {
         let body = json!({ "segment_id": draft.segment_id, "from": draft.from, "subject": draft.subject, "html": draft.html, "text": draft.text, "name": draft.name });
@@ -259,7 +297,7 @@ impl ServerHandler for Tools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("herald", env!("CARGO_PKG_VERSION")))
-            .with_instructions("Herald's email API: send and read emails, list domains and their DNS records, find and upsert contacts, list segments, draft broadcasts, and read, search and answer the support Inbox. Each tool acts with this token's scopes in its team.")
+            .with_instructions("Herald's email API: send and read emails, list domains and their DNS records, find and upsert contacts, list segments, draft broadcasts, read, search and answer the support Inbox, and suggest subject lines and draft emails with AI assist. Each tool acts with this token's scopes in its team.")
     }
 }
 
