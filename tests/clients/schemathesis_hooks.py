@@ -243,6 +243,11 @@ EXCLUSIONS = [
         "an image URL must parse as an absolute https URL besides matching its pattern",
     ),
     (
+        "ST202", r"^POST /ai/rewrite$", None, r"`block|exactly one of|Missing `preset`|`instruction`",
+        "a rewrite takes a heading, text or button block with its words (fields of the free-form "
+        "block) and exactly one of `preset` and `instruction`: rules across fields",
+    ),
+    (
         "ST101", r"^POST /ai/", "service_unavailable", r"AI assist is not configured",
         "every AI route answers 503 service_unavailable while the operator has configured no AI "
         "provider (`HERALD_AI_BASE_URL`), as the spec says; the run configures none",

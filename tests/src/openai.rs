@@ -108,6 +108,12 @@ fn default_answer(task: &str, input: &Value) -> Value {
         }
         "draft" => json!({ "html": "<h1>Hello</h1><p>Thanks for joining us, {{first_name}}.</p>", "text": "Hello\n\nThanks for joining us, {{first_name}}." }),
         "alt_text" => json!({ "alt": "A team of three smiling at a laptop" }),
+        "draft_blocks" => json!({ "preheader": "Our spring sale starts today", "blocks": [
+            { "type": "heading", "text": "The spring sale is here", "url": "" },
+            { "type": "text", "text": "Hi {{first_name}}, everything is 20% off this week.\n\nSee you soon.", "url": "" },
+            { "type": "button", "text": "Shop the sale", "url": "https://shop.example.com/sale" },
+        ] }),
+        "rewrite" => json!({ "words": format!("{} (rewritten)", input["words"].as_str().unwrap_or_default()) }),
         _ => json!({}),
     }
 }

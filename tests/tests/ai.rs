@@ -259,3 +259,79 @@ async fn an_agent_with_ai_use_suggests_subject_lines_and_drafts_through_mcp() {
     assert!(failed && refused.contains("invalid_permission"), "{refused}");
     assert_eq!((provider.requests().len(), used(&app).await), (2, 2), "each tool is its route's own call");
 }
+
+#[tokio::test]
+async fn a_drafted_block_document_compiles_ends_with_an_unsubscribe_footer_and_costs_three_credits() {
+    let (app, provider) = app_with_ai().await;
+    let drafted = app.post("/ai/draft-blocks", json!({ "brief": "Announce the spring sale", "goal": "promotion", "length": "short" })).await;
+    assert_eq!(drafted.status, 200, "{}", drafted.body);
+    assert_eq!((drafted.body["object"].as_str(), drafted.body["credits"]["used"].as_i64()), (Some("ai_block_draft"), Some(3)));
+    let document = &drafted.body["document"];
+    let blocks = document["sections"][0]["columns"][0]["blocks"].as_array().unwrap();
+    assert_eq!(blocks.last().unwrap(), &json!({ "type": "footer", "unsubscribe": true }));
+    // The render crate takes it as a template's document.
+    let template = app
+        .post("/templates", json!({ "name": "Spring", "subject": "Sale", "document": document, "variables": [{ "key": "first_name", "type": "string", "fallback_value": "there" }] }))
+        .await;
+    assert_eq!(template.status, 201, "{}", template.body);
+    let user: Value = serde_json::from_str(provider.requests()[0]["messages"][1]["content"].as_str().unwrap()).unwrap();
+    assert_eq!((user["input"]["goal"].as_str(), user["input"]["tone"].as_str(), user["input"]["length"].as_str()), (Some("promotion"), Some("neutral"), Some("short")));
+}
+
+#[tokio::test]
+async fn a_document_that_does_not_compile_is_asked_for_once_more_then_fails_at_no_cost() {
+    let (app, provider) = app_with_ai().await;
+    let unknown_kinds = json!({ "preheader": "", "blocks": [{ "type": "html", "text": "<script>alert(1)</script>", "url": "" }] });
+    let bad_merge_tag = json!({ "preheader": "", "blocks": [{ "type": "text", "text": "Hi {{{item.name}}}", "url": "" }] });
+    provider.script([Reply::Answer(unknown_kinds.clone()), Reply::Answer(bad_merge_tag.clone())]);
+    app.post("/ai/draft-blocks", json!({ "brief": "Hi" })).await.assert_error(503, "service_unavailable");
+    assert_eq!((provider.requests().len(), used(&app).await), (2, 0), "asked twice, charged nothing");
+
+    provider.script([Reply::Answer(bad_merge_tag)]);
+    let second = app.post("/ai/draft-blocks", json!({ "brief": "Hi" })).await;
+    assert_eq!((second.status, second.body["credits"]["used"].as_i64()), (200, Some(3)), "{}", second.body);
+    assert_eq!(provider.requests().len(), 4);
+}
+
+#[tokio::test]
+async fn twenty_concurrent_block_drafts_with_nine_credits_left_charge_exactly_nine() {
+    let (app, _provider) = app_with_ai().await;
+    sqlx::query("UPDATE plans SET ai_credits_monthly = 9 WHERE code = 'free'").execute(&app.pool).await.unwrap();
+    with_room_in_the_minute(20).await;
+    let answers = futures::future::join_all((0..20).map(|_| app.post("/ai/draft-blocks", json!({ "brief": "Spring sale" })))).await;
+    let count = |status: u16| answers.iter().filter(|a| a.status == status).count();
+    assert_eq!((count(200), count(422), count(429)), (3, 7, 10));
+    assert_eq!(used(&app).await, 9);
+}
+
+#[tokio::test]
+async fn a_rewrite_changes_only_the_words_and_keeps_links_and_variables() {
+    let (app, provider) = app_with_ai().await;
+    let block = json!({ "type": "button", "id": "cta", "label": "Shop now, {{first_name}}", "url": "https://shop.example.com/{{sku}}", "align": "center", "style": { "color": "#ffffff" } });
+    let rewritten = app.post("/ai/rewrite", json!({ "block": block, "preset": "friendlier" })).await;
+    assert_eq!(rewritten.status, 200, "{}", rewritten.body);
+    let mut expected = block.clone();
+    expected["label"] = json!("Shop now, {{first_name}} (rewritten)");
+    assert_eq!((rewritten.body["object"].as_str(), &rewritten.body["block"]), (Some("ai_block_rewrite"), &expected));
+
+    let text = json!({ "type": "text", "text": "Hi {{first_name}}, read https://acme.test/news today." });
+    provider.script([Reply::Answer(json!({ "words": "Hi there, read our news today." })), Reply::Answer(json!({ "words": "Hi {{first_name}}, read https://evil.test today." }))]);
+    app.post("/ai/rewrite", json!({ "block": text, "instruction": "make it shorter" })).await.assert_error(503, "service_unavailable");
+    assert_eq!(used(&app).await, 1, "a rewrite that drops a variable or changes a link is never charged");
+
+    for (body, status, name) in [
+        (json!({ "block": text, "preset": "shorter", "instruction": "x" }), 422, "validation_error"),
+        (json!({ "block": text }), 422, "missing_required_field"),
+        (json!({ "block": { "type": "image", "src": "https://a.test/x.png" }, "preset": "shorter" }), 422, "validation_error"),
+        (json!({ "block": text, "instruction": "x".repeat(501) }), 400, "validation_error"),
+        (json!({ "block": text, "preset": "louder" }), 422, "validation_error"),
+        (json!({ "block": { "type": "text", "text": "  " }, "preset": "shorter" }), 422, "validation_error"),
+    ] {
+        let answer = app.post("/ai/rewrite", body.clone()).await;
+        assert_eq!((answer.status, answer.body["name"].as_str()), (status, Some(name)), "{body} -> {}", answer.body);
+    }
+    for (body, status) in [(json!({ "brief": "Hi", "goal": "sermon" }), 422), (json!({ "brief": "Hi", "length": "epic" }), 422), (json!({ "brief": "Hi", "starter_hint": "x".repeat(501) }), 400)] {
+        assert_eq!(app.post("/ai/draft-blocks", body.clone()).await.status, status, "{body}");
+    }
+    assert_eq!((provider.requests().len(), used(&app).await), (3, 1), "bad input never reaches the provider");
+}

@@ -250,6 +250,8 @@ pub static OPERATIONS: &[Operation] = &[
     ai("suggest-subject-variants", "/ai/subject-variants"),
     ai("draft-email", "/ai/draft"),
     ai("write-alt-text", "/ai/alt-text"),
+    ai("draft-block-document", "/ai/draft-blocks"),
+    ai("rewrite-block", "/ai/rewrite"),
     op("update-billing", Method::PATCH, "/billing", Access::FullAccess),
     op("create-limit-request", Method::POST, "/billing/limit-requests", Access::FullAccess),
     op("list-limit-requests", Method::GET, "/billing/limit-requests", Access::FullAccess),

@@ -152,6 +152,7 @@ apis!(
         billing::plan::PlanApi,
         billing::limits::LimitRequestsApi,
         ai::writing::WritingApi,
+        ai::blocks::BlocksApi,
     ],
 );
 

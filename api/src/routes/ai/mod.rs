@@ -3,4 +3,5 @@
 //! credits. Nothing is saved or sent.
 
 mod assist;
+pub mod blocks;
 pub mod writing;

@@ -64,7 +64,7 @@ pub struct AiSubjectSuggestions {
 #[derive(Object, Deserialize)]
 pub struct SubjectVariantsBody {
     /// The subject (1 to 998 characters).
-    #[oai(validator(min_length = 1, max_length = 998))]
+    #[oai(validator(min_length = 1, max_length = 998, pattern = r"\S"))]
     pub subject: String,
     /// How many variants, 2 to 5 (default 3).
     #[oai(validator(minimum(value = "2"), maximum(value = "5")))]
@@ -89,7 +89,7 @@ pub struct AiSubjectVariants {
 #[derive(Object, Deserialize)]
 pub struct DraftBody {
     /// What the message should say (1 to 2,000 characters).
-    #[oai(validator(min_length = 1, max_length = 2000))]
+    #[oai(validator(min_length = 1, max_length = 2000, pattern = r"\S"))]
     pub brief: String,
     /// The voice (default `neutral`).
     pub tone: Option<Choice<Tone>>,

@@ -312,7 +312,7 @@ fn checked_overrides(overrides: &Value, public_url: &str) -> ApiResult<Value> {
 }
 
 /// The team's brand kit with a template's overrides laid over it, field by field.
-async fn brand(conn: &mut PgConnection, team_id: Uuid, overrides: Option<&Value>) -> ApiResult<Brand> {
+pub async fn brand(conn: &mut PgConnection, team_id: Uuid, overrides: Option<&Value>) -> ApiResult<Brand> {
     let team = teams::get(conn, team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
     let mut kit = team.brand_kit.as_object().cloned().unwrap_or_default();
     if let Some(Value::Object(overrides)) = overrides {
@@ -323,7 +323,7 @@ async fn brand(conn: &mut PgConnection, team_id: Uuid, overrides: Option<&Value>
 
 /// What a document's references are checked against: the team's properties, live topics and
 /// segments, and the saved blocks it names.
-async fn catalog(conn: &mut PgConnection, team_id: Uuid, document: &Value) -> ApiResult<Catalog> {
+pub async fn catalog(conn: &mut PgConnection, team_id: Uuid, document: &Value) -> ApiResult<Catalog> {
     let facts = schema::store::templates::catalog_facts(conn, team_id).await?;
     let mut saved = Vec::new();
     collect_saved_ids(document, &mut saved);
