@@ -16,3 +16,15 @@ CREATE TABLE ai_request_windows (
     PRIMARY KEY (team_id, minute)
 );
 CREATE INDEX ai_request_windows_minute_idx ON ai_request_windows (minute);
+
+-- Each email's latest diagnosis, with the newest event it saw: asked again while no event is
+-- newer, it is read back at no cost.
+CREATE TABLE ai_diagnoses (
+    email_id        uuid PRIMARY KEY REFERENCES emails (id) ON DELETE CASCADE,
+    team_id         uuid NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    last_event_id   uuid,
+    summary         text NOT NULL,
+    causes          jsonb NOT NULL,
+    next_steps      jsonb NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now()
+);

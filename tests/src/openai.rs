@@ -113,6 +113,11 @@ fn default_answer(task: &str, input: &Value) -> Value {
             { "type": "text", "text": "Hi {{first_name}}, everything is 20% off this week.\n\nSee you soon.", "url": "" },
             { "type": "button", "text": "Shop the sale", "url": "https://shop.example.com/sale" },
         ] }),
+        "diagnosis" => json!({
+            "summary": format!("The message to {} bounced: the receiving server refused it.", input["recipients"][0]["address"].as_str().unwrap_or("the recipient")),
+            "causes": ["The mailbox does not exist", "The address was mistyped"],
+            "next_steps": ["Check the address with the customer", "Remove the suppression once it is corrected"],
+        }),
         "rewrite" => json!({ "words": format!("{} (rewritten)", input["words"].as_str().unwrap_or_default()) }),
         _ => json!({}),
     }

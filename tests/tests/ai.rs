@@ -335,3 +335,48 @@ async fn a_rewrite_changes_only_the_words_and_keeps_links_and_variables() {
     }
     assert_eq!((provider.requests().len(), used(&app).await), (3, 1), "bad input never reaches the provider");
 }
+
+#[tokio::test]
+async fn a_diagnosis_reads_the_emails_events_replies_and_domain_and_is_kept_until_a_newer_event() {
+    let provider = OpenAiStandIn::start().await;
+    let base = provider.base.clone();
+    let mail = tests::mail::setup_with(tests::smtp::SmtpSink::start().await, move |config| {
+        config.ai = Some(api::config::AiSettings { base_url: base, api_key: Some(API_KEY.into()), model: "gpt-test".into(), timeout: Duration::from_secs(1) });
+    })
+    .await;
+    let app = &mail.app;
+    assert_eq!(app.patch("/team", json!({ "ai_assist_enabled": true })).await.status, 200);
+    let to = format!("ada@{}", tests::mail::RECIPIENT_DOMAIN);
+    let id = mail.send(tests::mail::Mail::message(&to)).await;
+    mail.wait_for_event(&id, "delivered").await;
+
+    let first = app.post("/ai/diagnosis", json!({ "email_id": id })).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!((first.body["object"].as_str(), first.body["cached"].as_bool(), first.body["credits"]["used"].as_i64()), (Some("ai_diagnosis"), Some(false), Some(1)));
+    assert!(!first.body["next_steps"].as_array().unwrap().is_empty());
+    let user: Value = serde_json::from_str(provider.requests()[0]["messages"][1]["content"].as_str().unwrap()).unwrap();
+    let material = &user["input"];
+    assert_eq!(material["recipients"][0]["address"], to.as_str());
+    assert!(material["recipients"][0]["last_smtp_reply"].as_str().is_some_and(|r| r.starts_with("250")), "{material}");
+    assert!(material["events"].as_array().unwrap().iter().any(|e| e["type"] == "email.delivered"), "{material}");
+    assert_eq!(material["domain"]["status"], "verified", "{material}");
+
+    let again = app.post("/ai/diagnosis", json!({ "email_id": id })).await;
+    assert_eq!((again.body["cached"].as_bool(), again.body["credits"]["used"].as_i64(), &again.body["summary"]), (Some(true), Some(1), &first.body["summary"]));
+    assert_eq!(provider.requests().len(), 1, "no new event: read back at no cost");
+
+    sqlx::query("INSERT INTO events (id, team_id, type, data, email_id) VALUES (herald_uuid_v7(), $1, 'email.opened', '{}', $2::uuid)")
+        .bind(app.team_id)
+        .bind(&id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let fresh = app.post("/ai/diagnosis", json!({ "email_id": id })).await;
+    assert_eq!((fresh.body["cached"].as_bool(), fresh.body["credits"]["used"].as_i64()), (Some(false), Some(2)));
+
+    let (_, other_key) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let theirs = Answer::from(app.request_as(&other_key, Method::POST, "/ai/diagnosis").json(&json!({ "email_id": id })).send().await.unwrap()).await;
+    theirs.assert_error(404, "not_found");
+    app.post("/ai/diagnosis", json!({ "email_id": "not-an-id" })).await.assert_error(404, "not_found");
+    assert_eq!(provider.requests().len(), 2);
+}

@@ -252,6 +252,7 @@ pub static OPERATIONS: &[Operation] = &[
     ai("write-alt-text", "/ai/alt-text"),
     ai("draft-block-document", "/ai/draft-blocks"),
     ai("rewrite-block", "/ai/rewrite"),
+    ai("diagnose-email", "/ai/diagnosis"),
     op("update-billing", Method::PATCH, "/billing", Access::FullAccess),
     op("create-limit-request", Method::POST, "/billing/limit-requests", Access::FullAccess),
     op("list-limit-requests", Method::GET, "/billing/limit-requests", Access::FullAccess),

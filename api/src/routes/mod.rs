@@ -151,8 +151,11 @@ apis!(
         billing::stripe_events::StripeEventsApi,
         billing::plan::PlanApi,
         billing::limits::LimitRequestsApi,
+    ],
+    [
         ai::writing::WritingApi,
         ai::blocks::BlocksApi,
+        ai::diagnosis::DiagnosisApi,
     ],
 );
 

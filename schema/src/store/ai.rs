@@ -103,3 +103,65 @@ pub async fn current(conn: &mut PgConnection, team_id: Uuid, now: DateTime<Utc>)
 pub async fn forget_windows(conn: &mut PgConnection, before: DateTime<Utc>) -> sqlx::Result<u64> {
     Ok(sqlx::query("DELETE FROM ai_request_windows WHERE minute < $1").bind(before).execute(conn).await?.rows_affected())
 }
+
+/// What a diagnosis of an email reads: the email, its recipients with their last SMTP replies,
+/// its first 50 events, the suppressions of its recipients, and its domain's records as last
+/// checked; with the newest event's id. `None`: no such email of the team.
+pub async fn diagnosis_material(conn: &mut PgConnection, team_id: Uuid, email_id: Uuid) -> sqlx::Result<Option<(serde_json::Value, Option<Uuid>)>> {
+    sqlx::query_as(
+        "SELECT json_build_object(
+             'email', json_build_object('from', e.from_email, 'subject', e.subject, 'last_event', e.last_event, 'created_at', e.created_at,
+                 'scheduled_at', e.scheduled_at, 'dispatched_at', e.dispatched_at, 'failed_reason', e.failed_reason),
+             'recipients', (SELECT json_agg(json_build_object('address', r.email, 'kind', r.kind, 'status', r.status, 'attempts', r.attempts,
+                 'last_smtp_reply', r.last_response) ORDER BY r.position) FROM email_recipients r WHERE r.email_id = e.id),
+             'events', (SELECT json_agg(json_build_object('type', ev.type, 'at', ev.created_at, 'data', ev.data) ORDER BY ev.id)
+                 FROM (SELECT * FROM events WHERE email_id = e.id ORDER BY id LIMIT 50) ev),
+             'suppressions', (SELECT json_agg(json_build_object('address', s.email, 'origin', s.origin, 'since', s.created_at)) FROM suppressions s
+                 WHERE s.team_id = e.team_id AND s.email IN (SELECT r.email FROM email_recipients r WHERE r.email_id = e.id)),
+             'domain', (SELECT json_build_object('name', d.name, 'status', d.status, 'records', (SELECT json_agg(json_build_object('record', dr.kind,
+                 'status', dr.status, 'found', dr.found, 'checked_at', dr.checked_at)) FROM domain_records dr WHERE dr.domain_id = d.id))
+                 FROM domains d WHERE d.id = e.domain_id)
+         )::jsonb, (SELECT id FROM events WHERE email_id = e.id ORDER BY id DESC LIMIT 1)
+         FROM emails e WHERE e.team_id = $1 AND e.id = $2",
+    )
+    .bind(team_id)
+    .bind(email_id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// A kept diagnosis.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Diagnosis {
+    pub last_event_id: Option<Uuid>,
+    pub summary: String,
+    pub causes: serde_json::Value,
+    pub next_steps: serde_json::Value,
+}
+
+/// The email's kept diagnosis, if any.
+pub async fn diagnosis(conn: &mut PgConnection, team_id: Uuid, email_id: Uuid) -> sqlx::Result<Option<Diagnosis>> {
+    sqlx::query_as("SELECT last_event_id, summary, causes, next_steps FROM ai_diagnoses WHERE team_id = $1 AND email_id = $2")
+        .bind(team_id)
+        .bind(email_id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Keeps the email's diagnosis (replacing an older one).
+pub async fn keep_diagnosis(conn: &mut PgConnection, team_id: Uuid, email_id: Uuid, d: &Diagnosis) -> sqlx::Result<()> {
+    sqlx::query(
+        "INSERT INTO ai_diagnoses (email_id, team_id, last_event_id, summary, causes, next_steps) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (email_id) DO UPDATE SET last_event_id = excluded.last_event_id, summary = excluded.summary, causes = excluded.causes,
+             next_steps = excluded.next_steps, created_at = now()",
+    )
+    .bind(email_id)
+    .bind(team_id)
+    .bind(d.last_event_id)
+    .bind(&d.summary)
+    .bind(&d.causes)
+    .bind(&d.next_steps)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -76,16 +76,23 @@ pub fn provider(state: &AppState) -> ApiResult<&Ai> {
     state.ai.as_ref().ok_or_else(|| ApiError::new(ErrorKind::ServiceUnavailable, "AI assist is not configured on this Herald (HERALD_AI_BASE_URL is unset)."))
 }
 
+/// The provider, for a team with AI assist on: `503` without a provider, `403
+/// invalid_permission` with AI assist off for the team.
+pub async fn gate(state: &AppState, caller: &Caller) -> ApiResult<Ai> {
+    let provider = provider(state)?.clone();
+    if ai::enabled(&mut *state.pool.acquire().await?, caller.team_id).await? != Some(true) {
+        return Err(ApiError::new(ErrorKind::InvalidPermission, "AI assist is off for the team; a team admin turns it on with `PATCH /team { ai_assist_enabled: true }`."));
+    }
+    Ok(provider)
+}
+
 /// Lets a call through the gate and charges its `credits`: `503` without a provider, `403
 /// invalid_permission` with AI assist off for the team, `429 rate_limit_exceeded` past 10
 /// requests a minute, `422 validation_error` when the month's credits do not cover it.
 pub async fn begin(state: &AppState, caller: &Caller, credits: i32) -> ApiResult<(Ai, Charge)> {
-    let provider = provider(state)?.clone();
+    let provider = gate(state, caller).await?;
     let now = Utc::now();
     let mut conn = state.pool.acquire().await?;
-    if ai::enabled(&mut conn, caller.team_id).await? != Some(true) {
-        return Err(ApiError::new(ErrorKind::InvalidPermission, "AI assist is off for the team; a team admin turns it on with `PATCH /team { ai_assist_enabled: true }`."));
-    }
     if let Err(seconds) = ai::take_request(&mut conn, caller.team_id, now).await? {
         return Err(ApiError::new(ErrorKind::RateLimitExceeded, format!("AI assist takes {} requests a minute per team; retry in {seconds} s.", ai::REQUESTS_PER_MINUTE))
             .with_retry_after(seconds));

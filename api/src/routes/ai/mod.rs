@@ -4,4 +4,5 @@
 
 mod assist;
 pub mod blocks;
+pub mod diagnosis;
 pub mod writing;
