@@ -11,6 +11,7 @@ use jobs::ai::{Ai, AiError, Task};
 use poem_openapi::Object;
 use schema::store::ai::{self, Credits};
 use serde_json::Value;
+use std::time::Duration;
 use uuid::Uuid;
 
 /// A team's AI credits this month.
@@ -116,17 +117,21 @@ fn failed(why: impl std::fmt::Display) -> ApiError {
 /// Asks the provider for `task` and checks its answer with `check` (`Err` names why the
 /// answer cannot be used), asking once more when `retries` allows; the credits are kept only
 /// for a used answer.
-pub async fn ask<T>(provider: &Ai, charge: Charge, task: &Task<'_>, retries: u32, check: impl Fn(Value) -> Result<T, String>) -> ApiResult<(T, Credits)> {
+pub async fn ask<T>(provider: &Ai, charge: Charge, task: &Task<'_>, retries: u32, check: impl Fn(Value) -> Result<T, String>) -> ApiResult<(T, Credits, Duration)> {
     let mut last = String::new();
+    let mut waited = Duration::ZERO;
     for _ in 0..=retries {
         match provider.complete(task).await {
-            Ok(answer) => match check(answer.value) {
-                Ok(value) => return Ok((value, charge.keep())),
-                Err(why) => {
-                    tracing::info!(task = task.name, why, "an AI answer was rejected");
-                    last = format!("the AI provider's answer could not be used ({why})");
+            Ok(answer) => {
+                waited += answer.provider_time;
+                match check(answer.value) {
+                    Ok(value) => return Ok((value, charge.keep(), waited)),
+                    Err(why) => {
+                        tracing::info!(task = task.name, why, "an AI answer was rejected");
+                        last = format!("the AI provider's answer could not be used ({why})");
+                    }
                 }
-            },
+            }
             Err(error @ AiError::Unusable(_)) => last = error.to_string(),
             Err(error @ AiError::Unavailable(_)) => {
                 charge.give_back().await;
@@ -192,4 +197,11 @@ pub async fn template_context(state: &AppState, team_id: Uuid, key: Option<&str>
     let content = template.content;
     let text = content.text.or_else(|| content.html.as_deref().map(render::html_to_text));
     Ok(serde_json::json!({ "name": template.name, "subject": content.subject, "html": content.html, "text": text }))
+}
+
+/// An AI answer with `Server-Timing: provider;dur=<ms>`: how long the provider took, so a
+/// client (and the bench) can tell Herald's own time from the provider's.
+pub fn timed<T: poem_openapi::types::ToJSON>(body: T, provider_time: Duration) -> poem_openapi::payload::Response<poem_openapi::payload::Json<T>> {
+    let ms = provider_time.as_secs_f64() * 1000.0;
+    poem_openapi::payload::Response::new(poem_openapi::payload::Json(body)).header("Server-Timing", format!("provider;dur={ms:.3}"))
 }

@@ -13,7 +13,7 @@ use crate::state::{AppState, Caller};
 use jobs::ai::{Task, object_schema};
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::payload::Json;
+type Answer<T> = poem_openapi::payload::Response<poem_openapi::payload::Json<T>>;
 use render::Compiled;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -160,7 +160,7 @@ impl BlocksApi {
     /// it compiles, and ends with an unsubscribe footer. An answer that does not compile is
     /// asked for once more, then the call fails at no cost.
     #[oai(path = "/ai/draft-blocks", method = "post", operation_id = "draft-block-document")]
-    async fn draft_blocks(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DraftBlocksBody>) -> ApiResult<Json<AiBlockDraft>> {
+    async fn draft_blocks(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DraftBlocksBody>) -> ApiResult<Answer<AiBlockDraft>> {
         let body = body.0;
         required("brief", &body.brief, 2_000)?;
         at_most("starter_hint", body.starter_hint.as_deref(), 500)?;
@@ -187,19 +187,19 @@ impl BlocksApi {
                 })) },
             })),
         };
-        let (document, credits) = assist::ask(&provider, charge, &task, 1, |answer| {
+        let (document, credits, waited) = assist::ask(&provider, charge, &task, 1, |answer| {
             let document = document_of(&answer)?;
             Compiled::from_document(None, &document, &brand, &catalog).map_err(|problems| format!("the document does not compile: {}", problems[0]))?;
             Ok(document)
         })
         .await?;
-        Ok(Json(AiBlockDraft { object: "ai_block_draft".into(), document, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiBlockDraft { object: "ai_block_draft".into(), document, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 
     /// Rewrite one `heading`, `text` or `button` block (`full_access` or `ai:use`; one credit):
     /// only its words change; its id, type, style, links and `{{variables}}` are kept, checked.
     #[oai(path = "/ai/rewrite", method = "post", operation_id = "rewrite-block")]
-    async fn rewrite(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<RewriteBody>) -> ApiResult<Json<AiBlockRewrite>> {
+    async fn rewrite(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<RewriteBody>) -> ApiResult<Answer<AiBlockRewrite>> {
         let body = body.0;
         let Some(block) = body.block.as_object().cloned() else { return Err(ApiError::refused_field("block", "must be a block object")) };
         let (kind, field) = match block.get("type").and_then(Value::as_str) {
@@ -234,7 +234,7 @@ impl BlocksApi {
         };
         let kept = kept_parts(&words);
         let one_line = kind != "text";
-        let (rewritten, credits) = assist::ask(&provider, charge, &task, 1, |answer| {
+        let (rewritten, credits, waited) = assist::ask(&provider, charge, &task, 1, |answer| {
             let new = answer["words"].as_str().map(str::trim).unwrap_or_default();
             let new = if one_line { assist::one_line(new, 200).unwrap_or_default() } else { new.to_string() };
             if new.is_empty() {
@@ -252,7 +252,7 @@ impl BlocksApi {
             Ok(Value::Object(block))
         })
         .await?;
-        Ok(Json(AiBlockRewrite { object: "ai_block_rewrite".into(), block: rewritten, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiBlockRewrite { object: "ai_block_rewrite".into(), block: rewritten, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 }
 

@@ -12,7 +12,7 @@ use chrono::Utc;
 use jobs::ai::{Task, object_schema};
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::payload::Json;
+type Answer<T> = poem_openapi::payload::Response<poem_openapi::payload::Json<T>>;
 use schema::store::ai::{self, Diagnosis};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -57,7 +57,7 @@ impl DiagnosisApi {
     /// Diagnose an email's delivery (`full_access` or `ai:use`; one credit, none when the kept
     /// diagnosis still holds).
     #[oai(path = "/ai/diagnosis", method = "post", operation_id = "diagnose-email")]
-    async fn diagnose(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DiagnosisBody>) -> ApiResult<Json<AiDiagnosis>> {
+    async fn diagnose(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DiagnosisBody>) -> ApiResult<Answer<AiDiagnosis>> {
         let email_id = crate::routes::path_id(&body.0.email_id, "email")?;
         let mut conn = state.pool.acquire().await?;
         let (material, last_event_id) = ai::diagnosis_material(&mut conn, caller.team_id, email_id).await?.ok_or_else(|| ApiError::not_found("email"))?;
@@ -76,7 +76,7 @@ impl DiagnosisApi {
         let mut conn = state.pool.acquire().await?;
         if let Some(kept) = ai::diagnosis(&mut conn, caller.team_id, email_id).await?.filter(|d| d.last_event_id == last_event_id) {
             let credits = ai::current(&mut conn, caller.team_id, Utc::now()).await?;
-            return Ok(Json(answer(kept, true, credits)));
+            return Ok(assist::timed(answer(kept, true, credits), std::time::Duration::ZERO));
         }
         drop(conn);
         let (provider, charge) = assist::begin(&state, &caller, 1).await?;
@@ -93,7 +93,7 @@ impl DiagnosisApi {
                 "next_steps": { "type": "array", "items": { "type": "string" } },
             })),
         };
-        let (diagnosis, credits) = assist::ask(&provider, charge, &task, 0, |answer| {
+        let (diagnosis, credits, waited) = assist::ask(&provider, charge, &task, 0, |answer| {
             let summary = answer["summary"].as_str().and_then(|s| one_line(s, 1000)).ok_or("no summary")?;
             let (causes, next_steps) = (lines(&answer["causes"]), lines(&answer["next_steps"]));
             if next_steps.is_empty() {
@@ -103,6 +103,6 @@ impl DiagnosisApi {
         })
         .await?;
         ai::keep_diagnosis(&mut *state.pool.acquire().await?, caller.team_id, email_id, &diagnosis).await?;
-        Ok(Json(answer(diagnosis, false, credits)))
+        Ok(assist::timed(answer(diagnosis, false, credits), waited))
     }
 }

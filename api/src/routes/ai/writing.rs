@@ -10,7 +10,7 @@ use crate::state::{AppState, Caller};
 use jobs::ai::{Task, object_schema};
 use poem::web::Data;
 use poem_openapi::Object;
-use poem_openapi::payload::Json;
+type Answer<T> = poem_openapi::payload::Response<poem_openapi::payload::Json<T>>;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -146,7 +146,7 @@ const MAX_ALT: usize = 250;
 impl WritingApi {
     /// Suggest subject lines for a message (`full_access` or `ai:use`; one credit).
     #[oai(path = "/ai/subject-lines", method = "post", operation_id = "suggest-subject-lines")]
-    async fn subject_lines(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<SubjectLinesBody>) -> ApiResult<Json<AiSubjectSuggestions>> {
+    async fn subject_lines(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<SubjectLinesBody>) -> ApiResult<Answer<AiSubjectSuggestions>> {
         let body = body.0;
         for (field, value) in [("subject", &body.subject), ("html", &body.html), ("text", &body.text)] {
             at_most(field, value.as_deref(), MAX_TEXT)?;
@@ -166,17 +166,17 @@ impl WritingApi {
             input: &input,
             schema: object_schema(json!({ "suggestions": { "type": "array", "items": { "type": "string" } } })),
         };
-        let (suggestions, credits) = assist::ask(&provider, charge, &task, 0, |answer| {
+        let (suggestions, credits, waited) = assist::ask(&provider, charge, &task, 0, |answer| {
             let lines: Vec<String> = distinct_lines(&answer["suggestions"], MAX_SUBJECT).into_iter().take(5).collect();
             if lines.is_empty() { Err("no suggestion".to_string()) } else { Ok(lines) }
         })
         .await?;
-        Ok(Json(AiSubjectSuggestions { object: "ai_subject_suggestions".into(), suggestions, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiSubjectSuggestions { object: "ai_subject_suggestions".into(), suggestions, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 
     /// Write variants of a subject to test against it (`full_access` or `ai:use`; one credit).
     #[oai(path = "/ai/subject-variants", method = "post", operation_id = "suggest-subject-variants")]
-    async fn subject_variants(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<SubjectVariantsBody>) -> ApiResult<Json<AiSubjectVariants>> {
+    async fn subject_variants(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<SubjectVariantsBody>) -> ApiResult<Answer<AiSubjectVariants>> {
         let body = body.0;
         required("subject", &body.subject, 998)?;
         let count = match body.count {
@@ -194,18 +194,18 @@ impl WritingApi {
             schema: object_schema(json!({ "variants": { "type": "array", "items": { "type": "string" } } })),
         };
         let original = body.subject.trim().to_string();
-        let (variants, credits) = assist::ask(&provider, charge, &task, 0, |answer| {
+        let (variants, credits, waited) = assist::ask(&provider, charge, &task, 0, |answer| {
             let lines: Vec<String> = distinct_lines(&answer["variants"], MAX_SUBJECT).into_iter().filter(|v| !v.eq_ignore_ascii_case(&original)).take(count).collect();
             if lines.len() < count { Err(format!("{} of {count} variants", lines.len())) } else { Ok(lines) }
         })
         .await?;
-        Ok(Json(AiSubjectVariants { object: "ai_subject_variants".into(), variants, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiSubjectVariants { object: "ai_subject_variants".into(), variants, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 
     /// Draft a message from a brief (`full_access` or `ai:use`; one credit): HTML, sanitised as
     /// an `html` block is, and its text; no subject.
     #[oai(path = "/ai/draft", method = "post", operation_id = "draft-email")]
-    async fn draft(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DraftBody>) -> ApiResult<Json<AiDraft>> {
+    async fn draft(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<DraftBody>) -> ApiResult<Answer<AiDraft>> {
         let body = body.0;
         required("brief", &body.brief, MAX_BRIEF)?;
         at_most("existing_html", body.existing_html.as_deref(), MAX_TEXT)?;
@@ -225,7 +225,7 @@ impl WritingApi {
             input: &input,
             schema: object_schema(json!({ "html": { "type": "string" }, "text": { "type": "string" } })),
         };
-        let ((html, text), credits) = assist::ask(&provider, charge, &task, 0, |answer| {
+        let ((html, text), credits, waited) = assist::ask(&provider, charge, &task, 0, |answer| {
             let html = render::sanitize_html(answer["html"].as_str().unwrap_or_default());
             if html.trim().is_empty() {
                 return Err("no html".to_string());
@@ -240,12 +240,12 @@ impl WritingApi {
             Ok((html, text))
         })
         .await?;
-        Ok(Json(AiDraft { object: "ai_draft".into(), html, text, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiDraft { object: "ai_draft".into(), html, text, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 
     /// Write alt text for an image (`full_access` or `ai:use`; one credit).
     #[oai(path = "/ai/alt-text", method = "post", operation_id = "write-alt-text")]
-    async fn alt_text(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<AltTextBody>) -> ApiResult<Json<AiAltText>> {
+    async fn alt_text(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<AltTextBody>) -> ApiResult<Answer<AiAltText>> {
         let body = body.0;
         crate::http::input::https_url("image_url", &body.image_url)?;
         at_most("context", body.context.as_deref(), MAX_BRIEF)?;
@@ -258,8 +258,8 @@ impl WritingApi {
             input: &input,
             schema: object_schema(json!({ "alt": { "type": "string" } })),
         };
-        let (alt, credits) =
+        let (alt, credits, waited) =
             assist::ask(&provider, charge, &task, 0, |answer| answer["alt"].as_str().and_then(|alt| one_line(alt, MAX_ALT)).ok_or_else(|| "no alt text".to_string())).await?;
-        Ok(Json(AiAltText { object: "ai_alt_text".into(), alt, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }))
+        Ok(assist::timed(AiAltText { object: "ai_alt_text".into(), alt, credits_remaining: Nullable(credits.remaining()), credits: credits.into() }, waited))
     }
 }
