@@ -219,6 +219,9 @@ async fn request_logs_keep_the_sizes_of_ai_bodies_not_their_text() {
     assert_eq!(body["brief"]["size"], brief.len());
     assert!(body["brief"]["sha256"].is_string());
     assert!(!body.to_string().contains("spring sale"), "{body}");
+    let answer: Value = sqlx::query_scalar("SELECT response_body FROM request_logs WHERE path = '/ai/draft'").fetch_one(&app.pool).await.unwrap();
+    assert!(answer["html"]["size"].as_u64().is_some_and(|n| n > 0), "the answer is kept as sizes too: {answer}");
+    assert_eq!(answer["object"]["size"], "ai_draft".len());
 }
 
 #[tokio::test]

@@ -87,7 +87,8 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
             let keep_response = !inbox && (method != Method::GET || !status.is_success());
             let response_body = if keep_response {
                 let bytes = response.take_body().into_bytes().await.unwrap_or_default();
-                let stored = stored_body(&bytes, Kept::Whole);
+                // An AI answer is the team's words too: kept as sizes, as its request is.
+                let stored = stored_body(&bytes, if operation.is_some_and(|o| o.ai) { Kept::Sizes } else { Kept::Whole });
                 response.set_body(bytes);
                 stored
             } else {
