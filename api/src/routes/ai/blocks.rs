@@ -4,6 +4,7 @@
 //! footer, and a rewritten block keeps its id, type, style, links and `{{variables}}` exactly.
 
 use super::assist::{self, CreditsView, at_most, required};
+use super::writing::Tone;
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, Nullable};
@@ -25,8 +26,6 @@ crate::choices! {
     /// What a drafted document is for: `announcement` (default), `promotion`, `newsletter`,
     /// `welcome`, `event`, `product_update` or `feedback`.
     Goal = &["announcement", "promotion", "newsletter", "welcome", "event", "product_update", "feedback"];
-    /// The voice: `neutral` (default), `friendly` or `formal`.
-    DraftTone = &["neutral", "friendly", "formal"];
     /// How long a drafted document is: `short`, `medium` (default) or `long`.
     Length = &["short", "medium", "long"];
     /// A ready-made rewrite: `shorter`, `longer`, `friendlier` or `formal`.
@@ -42,7 +41,7 @@ pub struct DraftBlocksBody {
     /// What it is for (default `announcement`).
     pub goal: Option<Choice<Goal>>,
     /// The voice (default `neutral`).
-    pub tone: Option<Choice<DraftTone>>,
+    pub tone: Option<Choice<Tone>>,
     /// How long (default `medium`).
     pub length: Option<Choice<Length>>,
     /// A hint of where to start, such as a starter's name (up to 500 characters).
