@@ -74,7 +74,7 @@ fn error(status: StatusCode, message: &str) -> Response {
 
 /// Why a request does not follow the API reference, if it does not.
 fn misshapen(body: &Value) -> Option<String> {
-    if !body["model"].as_str().is_some_and(|m| !m.is_empty()) {
+    if body["model"].as_str().is_none_or(str::is_empty) {
         return Some("you must provide a model parameter".into());
     }
     let Some(messages) = body["messages"].as_array() else { return Some("messages must be an array".into()) };

@@ -507,6 +507,20 @@ impl ToJSON for Scalar {
     }
 }
 
+/// Reads an optional integer that a client may write as a whole float (`2.0`, as JSON allows
+/// and some generators send); a fraction is refused.
+pub fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
+    use serde::Deserialize;
+    match Option::<serde_json::Number>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Ok(Some(i)),
+            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
+            _ => Err(serde::de::Error::custom(format!("expected a whole number, got {n}"))),
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,19 +590,5 @@ mod tests {
         assert!(null.name.is_none());
         let given: Body = serde_json::from_str(r#"{"name": "a"}"#).unwrap();
         assert_eq!(given.name.as_deref(), Some("a"));
-    }
-}
-
-/// Reads an optional integer that a client may write as a whole float (`2.0`, as JSON allows
-/// and some generators send); a fraction is refused.
-pub fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<i64>, D::Error> {
-    use serde::Deserialize;
-    match Option::<serde_json::Number>::deserialize(deserializer)? {
-        None => Ok(None),
-        Some(n) => match (n.as_i64(), n.as_f64()) {
-            (Some(i), _) => Ok(Some(i)),
-            (None, Some(f)) if f.fract() == 0.0 && f.abs() < 9.0e15 => Ok(Some(f as i64)),
-            _ => Err(serde::de::Error::custom(format!("expected a whole number, got {n}"))),
-        },
     }
 }

@@ -113,6 +113,17 @@ fn control_in(text: &str) -> Option<&'static str> {
     text.chars().any(char::is_control).then_some("must not contain control characters")
 }
 
+/// An absolute https URL of at most 2,048 characters, or `422 validation_error` naming `field`.
+pub fn https_url(field: &str, raw: &str) -> Result<url::Url, ApiError> {
+    if raw.len() > 2048 {
+        return Err(ApiError::refused_field(field, "must be at most 2048 characters"));
+    }
+    match url::Url::parse(raw) {
+        Ok(url) if url.scheme() == "https" && url.host_str().is_some_and(|h| !h.is_empty()) => Ok(url),
+        _ => Err(ApiError::refused_field(field, "must be an absolute https URL")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,16 +161,5 @@ mod tests {
         let error = check_path("/contacts/{contact}", "/contacts/a%00b@x.y").unwrap_err();
         assert_eq!(error.errors[0].path, "contact");
         assert!(check_path("/contacts/{contact}", "/contacts/a%2Bb@x.y").is_ok());
-    }
-}
-
-/// An absolute https URL of at most 2,048 characters, or `422 validation_error` naming `field`.
-pub fn https_url(field: &str, raw: &str) -> Result<url::Url, ApiError> {
-    if raw.len() > 2048 {
-        return Err(ApiError::refused_field(field, "must be at most 2048 characters"));
-    }
-    match url::Url::parse(raw) {
-        Ok(url) if url.scheme() == "https" && url.host_str().is_some_and(|h| !h.is_empty()) => Ok(url),
-        _ => Err(ApiError::refused_field(field, "must be an absolute https URL")),
     }
 }
