@@ -27,6 +27,8 @@ pub struct Report {
     pub billable_repairs: u64,
     /// AI assist's per-minute request windows past their minute.
     pub ai_request_windows: u64,
+    /// Exports past their seven days.
+    pub exports: u64,
 }
 
 /// How long consent records are kept.
@@ -65,6 +67,7 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
         }
     }
     report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
+    report.exports = schema::store::exports::purge(&mut conn).await?;
     loop {
         let deleted = received::delete_expired_dropped(&mut conn, BATCH).await?;
         report.dropped_received_emails += deleted;

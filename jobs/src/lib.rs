@@ -12,6 +12,7 @@ pub mod dkim;
 pub mod dns;
 pub mod dns_provider;
 pub mod domains;
+pub mod exports;
 pub mod housekeeping;
 pub mod broadcasts;
 pub mod import_contacts;

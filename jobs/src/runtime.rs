@@ -8,7 +8,7 @@ use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
 use apalis::prelude::Monitor;
 use apalis_postgres::Config;
-use schema::jobs::{BillingJob, Deliver, DeliverPage, DomainSweep, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{BillingJob, Deliver, DeliverPage, DomainSweep, ExportJob, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -39,10 +39,10 @@ pub struct WorkerOptions {
 }
 
 /// The job queues a worker process serves (one apalis worker each).
-pub const QUEUES: u32 = 8;
+pub const QUEUES: u32 = 9;
 
 /// The queues woken by PostgreSQL's notifications (each holds a connection for its LISTEN);
-/// the others (billing's rare jobs) are polled every [`POLL`] and hold none.
+/// the others (billing's and exports' rare jobs) are polled every [`POLL`] and hold none.
 pub const LISTENING_QUEUES: u32 = 7;
 
 /// The fewest pool connections a process running the workers can work with: each listening
@@ -191,6 +191,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, ImportContacts, concurrency, crate::import_contacts::handle, []);
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);
     let monitor = queue_worker!(monitor, pool, BillingJob, concurrency, crate::billing::handle, [stripe], polled);
+    let monitor = queue_worker!(monitor, pool, ExportJob, concurrency, crate::exports::handle, [], polled);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

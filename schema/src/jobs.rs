@@ -89,6 +89,18 @@ impl Job for BillingJob {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Writes one export of a team's contacts or suppressions, a page at a time; a rerun resumes
+/// after the last page committed. Rare, so polled.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct ExportJob {
+    pub export_id: uuid::Uuid,
+}
+
+impl Job for ExportJob {
+    const QUEUE: &'static str = "exports";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Fans a broadcast out into one email per recipient, a page at a time; a rerun resumes after
 /// the last page committed.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -125,6 +137,7 @@ pub const QUEUES: &[&str] = &[
     ImportContacts::QUEUE,
     BillingJob::QUEUE,
     SendBroadcast::QUEUE,
+    ExportJob::QUEUE,
 ];
 
 /// Why a stored payload of `queue` does not parse as that queue's job, if it does not (a payload
@@ -142,6 +155,7 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
         ImportContacts::QUEUE => check::<ImportContacts>(payload),
         BillingJob::QUEUE => check::<BillingJob>(payload),
         SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
+        ExportJob::QUEUE => check::<ExportJob>(payload),
         other => Some(format!("no queue is named {other}")),
     }
 }

@@ -75,6 +75,17 @@ pub fn verify_download(key: &[u8], token: &str, now: i64) -> Option<Uuid> {
     (expires.parse::<i64>().ok()? > now).then_some(attachment_id)
 }
 
+/// A download token for an export, valid until `expires` (unix seconds).
+pub fn export_token(key: &[u8], export_id: Uuid, expires: i64) -> String {
+    encode(key, b"export:", export_id, &expires.to_string())
+}
+
+/// The export a download token names, when its tag is right and it has not expired at `now`.
+pub fn verify_export(key: &[u8], token: &str, now: i64) -> Option<Uuid> {
+    let (export_id, expires) = decode(key, b"export:", token)?;
+    (expires.parse::<i64>().ok()? > now).then_some(export_id)
+}
+
 /// The return path (VERP) of one recipient of an email: `b-<email id>-<position>-<tag>@<host>`,
 /// where the tag (64 bits of HMAC-SHA256 under the link key) makes a bounce to it unforgeable
 /// by someone who only knows the email's Message-ID.

@@ -330,6 +330,14 @@ def create_resources(client, raw, gen, from_domain):
     ids["channel_id"] = expect(raw.get("/inbox/channels"), 200, "inbox channels")["data"][0]["id"]
     ids["conversation_id"] = expect(raw.get("/inbox/conversations"), 200, "inbox conversations")["data"][0]["id"]
     ids["unsigned_token"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+    # An export of the suppressions, and its download link once a worker wrote it.
+    ids["export_id"] = expect(raw.post("/exports", json={"kind": "suppressions"}), 201, "export")["id"]
+    for _ in range(200):
+        export = expect(raw.get(f"/exports/{ids['export_id']}"), 200, "export")
+        if export["status"] == "completed":
+            break
+        time.sleep(0.05)
+    ids["export_token"] = export["download_url"].rstrip("/").rsplit("/", 1)[-1]
     client_answer = expect(raw.post("/oauth/register", json={"client_name": "Generated agent", "redirect_uris": ["http://127.0.0.1:9/cb"]}), 201, "register an OAuth client")
     ids["client_id"] = client_answer["client_id"]
     ids["registration_access_token"] = client_answer["registration_access_token"]
@@ -343,7 +351,7 @@ def create_resources(client, raw, gen, from_domain):
 TOKENS = {
     "view-preferences": "preferences_token", "view-shared-email": "share_token", "view-unsubscribe": "unsubscribe_token",
     "track-click": "unsigned_token", "track-open": "unsigned_token",
-    "download-received-attachment": "download_token",
+    "download-received-attachment": "download_token", "download-export": "export_token",
     "view-verify-email": "unsigned_token", "view-password-reset": "unsigned_token", "view-invitation": "unsigned_token",
     "view-consent": "unsigned_token",
 }

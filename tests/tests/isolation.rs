@@ -223,6 +223,7 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     created(app, team, "/automations", automation).await;
     created(app, team, "/events/send", json!({ "event": format!("probe.{}", team.label), "contact_id": contact["id"] })).await;
     created(app, team, "/suppressions", json!({ "email": format!("gone@{}.example", team.label) })).await;
+    created(app, team, "/exports", json!({ "kind": "suppressions" })).await;
     let saved = created(app, team, "/saved-blocks", json!({ "name": "Footer", "content": { "type": "text", "text": "Bye" } })).await;
     let document = json!({ "kind": "svc.blocks", "version": 1, "lang": "en", "sections": [{ "columns": [{ "blocks": [
         { "type": "text", "text": "Hi {{name}}" }, { "type": "saved", "saved_block_id": saved["id"] }

@@ -15,6 +15,7 @@ pub mod health;
 pub mod inbox;
 pub mod logs;
 pub mod mcp;
+pub mod migrations;
 pub mod oauth;
 pub mod pages;
 pub mod people;
@@ -156,6 +157,7 @@ apis!(
         ai::writing::WritingApi,
         ai::blocks::BlocksApi,
         ai::diagnosis::DiagnosisApi,
+        migrations::exports::ExportsApi,
     ],
 );
 

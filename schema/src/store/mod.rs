@@ -15,6 +15,7 @@ pub mod conversations;
 pub mod custom_events;
 pub mod domains;
 pub mod emails;
+pub mod exports;
 pub mod engagements;
 pub mod events;
 pub mod idempotency;
