@@ -427,6 +427,7 @@ pub fn worker_options(config: &Config, checker: jobs::domains::DomainChecker) ->
             development: config.is_development(),
         },
         stripe: config.stripe.as_ref().and_then(|s| jobs::stripe::Stripe::new(&s.api_base, &s.secret_key, s.timeout).ok()),
+        migrations: config.migration_settings(),
     }
 }
 

@@ -62,6 +62,14 @@ pub struct Config {
     /// The payment provider: `HERALD_STRIPE_SECRET_KEY` turns billing writes on; unset, each
     /// answers `503 service_unavailable` and `GET /billing` still answers.
     pub stripe: Option<StripeSettings>,
+    /// `HERALD_MIGRATION_RESEND_API_BASE`: Resend's API root for migrations.
+    pub migration_resend_api_base: String,
+    /// `HERALD_MIGRATION_MAILCHIMP_API_BASE`: Mailchimp's API root for migrations; `{dc}` is
+    /// replaced by the data centre the API key's suffix names.
+    pub migration_mailchimp_api_base: String,
+    /// `HERALD_MIGRATION_ALLOW_PRIVATE`: let a listmonk `base_url` reach loopback, private and
+    /// link-local addresses. Always allowed outside `HERALD_ENV=production`.
+    pub migration_allow_private: bool,
     /// AI assist's provider: `HERALD_AI_BASE_URL` turns the `/ai` routes on; unset, each
     /// answers `503 service_unavailable`.
     pub ai: Option<AiSettings>,
@@ -273,6 +281,9 @@ impl Config {
                     timeout: std::time::Duration::from_secs_f64(number("HERALD_AI_TIMEOUT_SECONDS", "30")?.clamp(1.0, 120.0)),
                 }),
             },
+            migration_resend_api_base: get("HERALD_MIGRATION_RESEND_API_BASE", jobs::migrate::RESEND_API_BASE),
+            migration_mailchimp_api_base: get("HERALD_MIGRATION_MAILCHIMP_API_BASE", jobs::migrate::MAILCHIMP_API_BASE),
+            migration_allow_private: flag("HERALD_MIGRATION_ALLOW_PRIVATE", &get)? || get("HERALD_ENV", "development") != "production",
             database_url: get("DATABASE_URL", DEFAULT_DATABASE_URL),
             http_addr,
             public_url,
@@ -314,6 +325,17 @@ impl Config {
 
     /// Whether this is a development server (`HERALD_ENV=development`, the default): the
     /// development sender and the outbox work only then.
+    /// What the migration job needs: the platforms' API roots and the key that opens the
+    /// credentials it is given.
+    pub fn migration_settings(&self) -> jobs::migrate::MigrationSettings {
+        jobs::migrate::MigrationSettings {
+            secret_key: self.secret_key.clone(),
+            resend_api_base: self.migration_resend_api_base.clone(),
+            mailchimp_api_base: self.migration_mailchimp_api_base.clone(),
+            allow_private: self.migration_allow_private,
+        }
+    }
+
     pub fn is_development(&self) -> bool {
         self.env == "development"
     }

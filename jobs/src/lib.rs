@@ -13,6 +13,7 @@ pub mod dns;
 pub mod dns_provider;
 pub mod domains;
 pub mod exports;
+pub mod migrate;
 pub mod housekeeping;
 pub mod broadcasts;
 pub mod import_contacts;

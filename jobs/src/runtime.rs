@@ -8,7 +8,7 @@ use crate::domains::DomainChecker;
 use crate::supervise::{count_restart, supervise};
 use apalis::prelude::Monitor;
 use apalis_postgres::Config;
-use schema::jobs::{BillingJob, Deliver, DeliverPage, DomainSweep, ExportJob, Housekeeping, ImportContacts, ResolveAmbiguous, SendBroadcast};
+use schema::jobs::{BillingJob, Deliver, DeliverPage, DomainSweep, ExportJob, Housekeeping, MigrationJob, ImportContacts, ResolveAmbiguous, SendBroadcast};
 use sqlx::PgPool;
 use std::future::Future;
 use std::time::Duration;
@@ -36,13 +36,15 @@ pub struct WorkerOptions {
     pub automations: crate::automations::AutomationSettings,
     /// Stripe, when configured (plan changes due at a period's end).
     pub stripe: Option<crate::stripe::Stripe>,
+    /// Reads other platforms for migrations.
+    pub migrations: crate::migrate::MigrationSettings,
 }
 
 /// The job queues a worker process serves (one apalis worker each).
-pub const QUEUES: u32 = 9;
+pub const QUEUES: u32 = 10;
 
 /// The queues woken by PostgreSQL's notifications (each holds a connection for its LISTEN);
-/// the others (billing's and exports' rare jobs) are polled every [`POLL`] and hold none.
+/// the others (billing's, exports' and migrations' rare jobs) are polled every [`POLL`] and hold none.
 pub const LISTENING_QUEUES: u32 = 7;
 
 /// The fewest pool connections a process running the workers can work with: each listening
@@ -169,7 +171,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
         tokio::spawn(supervise("automations", crate::automations::ROUND_BOUND, stopped.clone(), move || crate::automations::run(pool.clone(), settings.clone(), until_stopped(loop_stopped.clone()))))
     };
     let reporter = tokio::spawn(crate::supervise::report_beats(pool.clone(), stopped.clone()));
-    let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, stripe, .. } = options;
+    let WorkerOptions { concurrency, deliver_concurrency, checker, mut delivery, broadcasts, stripe, migrations, .. } = options;
     delivery.concurrency = deliver_concurrency;
     let retiring = pool.clone();
     let monitor = Monitor::new().should_restart(move |worker, error| {
@@ -192,6 +194,7 @@ pub async fn run(pool: PgPool, options: WorkerOptions, shutdown: impl Future<Out
     let monitor = queue_worker!(monitor, pool, SendBroadcast, concurrency, crate::broadcasts::handle, [broadcasts]);
     let monitor = queue_worker!(monitor, pool, BillingJob, concurrency, crate::billing::handle, [stripe], polled);
     let monitor = queue_worker!(monitor, pool, ExportJob, concurrency, crate::exports::handle, [], polled);
+    let monitor = queue_worker!(monitor, pool, MigrationJob, concurrency, crate::migrate::handle, [migrations], polled);
     let result = monitor
         .shutdown_timeout(options.shutdown_timeout)
         .run_with_signal(async move {

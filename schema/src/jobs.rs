@@ -101,6 +101,19 @@ impl Job for ExportJob {
     const MAX_ATTEMPTS: usize = 25;
 }
 
+/// Moves a migration on: reads its source into chunks and works out the review, or applies
+/// the chunks once started; a rerun resumes after the last page or batch committed. Rare, so
+/// polled.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+pub struct MigrationJob {
+    pub migration_id: uuid::Uuid,
+}
+
+impl Job for MigrationJob {
+    const QUEUE: &'static str = "migrations";
+    const MAX_ATTEMPTS: usize = 25;
+}
+
 /// Fans a broadcast out into one email per recipient, a page at a time; a rerun resumes after
 /// the last page committed.
 #[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
@@ -138,6 +151,7 @@ pub const QUEUES: &[&str] = &[
     BillingJob::QUEUE,
     SendBroadcast::QUEUE,
     ExportJob::QUEUE,
+    MigrationJob::QUEUE,
 ];
 
 /// Why a stored payload of `queue` does not parse as that queue's job, if it does not (a payload
@@ -156,6 +170,7 @@ pub fn payload_error(queue: &str, payload: &[u8]) -> Option<String> {
         BillingJob::QUEUE => check::<BillingJob>(payload),
         SendBroadcast::QUEUE => check::<SendBroadcast>(payload),
         ExportJob::QUEUE => check::<ExportJob>(payload),
+        MigrationJob::QUEUE => check::<MigrationJob>(payload),
         other => Some(format!("no queue is named {other}")),
     }
 }

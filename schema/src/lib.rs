@@ -40,6 +40,7 @@ pub mod import;
 pub mod inbox;
 pub mod jobs;
 pub mod links;
+pub mod migrate;
 pub mod model;
 pub mod net;
 pub mod page;

@@ -12,6 +12,7 @@ pub mod https;
 pub mod inbox;
 pub mod mail;
 pub mod openai;
+pub mod platforms;
 pub mod postgres;
 pub mod proxy;
 pub mod receiver;

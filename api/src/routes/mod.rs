@@ -158,6 +158,7 @@ apis!(
         ai::blocks::BlocksApi,
         ai::diagnosis::DiagnosisApi,
         migrations::exports::ExportsApi,
+        migrations::platforms::MigrationsApi,
     ],
 );
 

@@ -20,7 +20,7 @@ pub struct Contact {
     pub updated_at: DateTime<Utc>,
 }
 
-pub(crate) const COLUMNS: &str = "id, team_id, email, first_name, last_name, unsubscribed, properties, created_at, updated_at";
+pub const COLUMNS: &str = "id, team_id, email, first_name, last_name, unsubscribed, properties, created_at, updated_at";
 
 impl Contact {
     /// The `data` of `contact.*` events: the contact as it is (or was, on delete).

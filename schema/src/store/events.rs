@@ -29,7 +29,8 @@ pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<
     // dispatchers pick those rows up, so an event and its deliveries commit together. It also
     // starts the runs of the built-in triggers `svc:contact.created` (the contact in `data`) and
     // `svc:email.*` (each contact whose address is in `to`), except for the automation whose
-    // own email the event is about (its `automation_id` tag), so no automation feeds itself.
+    // own email the event is about (its `automation_id` tag), so no automation feeds itself,
+    // and except for contacts a migration brought in (`source: migration`), who are never mailed.
     sqlx::query(
         "WITH ev AS (
              INSERT INTO events (id, team_id, type, data, email_id)
@@ -50,6 +51,7 @@ pub async fn emit(conn: &mut PgConnection, events: &[NewEvent]) -> sqlx::Result<
                    AND c.email = ANY (ARRAY(SELECT lower(t) FROM jsonb_array_elements_text(CASE WHEN jsonb_typeof(ev.data->'to') = 'array' THEN ev.data->'to' ELSE '[]' END) AS t))
              ) c ON true
              WHERE ev.data->'tags'->>'automation_id' IS DISTINCT FROM a.id::text
+               AND ev.data->>'source' IS DISTINCT FROM 'migration'
          )
          INSERT INTO webhook_deliveries (id, team_id, endpoint_id, event_id)
          SELECT herald_uuid_v7(), ev.team_id, w.id, ev.id

@@ -20,6 +20,7 @@ pub mod engagements;
 pub mod events;
 pub mod idempotency;
 pub mod imports;
+pub mod migrations;
 pub mod inbox;
 pub mod inbox_filing;
 pub mod inbox_messages;

@@ -1,4 +1,5 @@
-//! Moving a team's audience in and out: exports of contacts and suppressions as CSV (the
-//! migrations from other platforms land here next).
+//! Moving a team's audience in and out: migrations from Resend, Mailchimp and listmonk (their
+//! APIs or export files), and exports of contacts and suppressions as CSV.
 
 pub mod exports;
+pub mod platforms;
