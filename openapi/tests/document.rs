@@ -183,6 +183,7 @@ const ABSENT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("ContactView", "unsubscribe_url"),
     ("ImportView", "error"),
     ("ImportView", "failed_rows"),
+    ("MigrationView", "failed_items"),
     ("SegmentView", "filter"),
     ("SentBatch", "errors"),
     ("Error", "errors"),

@@ -338,6 +338,10 @@ def create_resources(client, raw, gen, from_domain):
             break
         time.sleep(0.05)
     ids["export_token"] = export["download_url"].rstrip("/").rsplit("/", 1)[-1]
+    # A migration from a Resend contacts file, read by a worker into review.
+    migration = raw.post("/migrations", data={"source": "resend"}, files={"file": ("contacts.csv", f"email,first_name\ngen-move-{run}@example.com,Mo\n", "text/csv")})
+    ids["migration_id"] = expect(migration, 201, "migration")["id"]
+    poll("the migration in review", lambda: expect(raw.get(f"/migrations/{ids['migration_id']}"), 200, "migration")["status"] == "review")
     client_answer = expect(raw.post("/oauth/register", json={"client_name": "Generated agent", "redirect_uris": ["http://127.0.0.1:9/cb"]}), 201, "register an OAuth client")
     ids["client_id"] = client_answer["client_id"]
     ids["registration_access_token"] = client_answer["registration_access_token"]

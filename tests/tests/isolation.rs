@@ -240,6 +240,12 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     let import = call(app, team, &Method::POST, "/contacts/imports", &upload).await;
     assert!((200..300).contains(&import.status), "import: {}", import.summary());
     let import_path = format!("/contacts/imports/{}", import.body["id"].as_str().unwrap());
+    // A migration from a file of the same contact, left in review.
+    let csv = format!("email,first_name\n{},Reader\n", team.contact()).into_bytes();
+    let upload = multipart(&[("source".to_string(), None, b"resend".to_vec()), ("file".to_string(), Some("contacts.csv"), csv)]);
+    let migration = call(app, team, &Method::POST, "/migrations", &upload).await;
+    assert_eq!(migration.status, 201, "migration: {}", migration.summary());
+    let migration_path = format!("/migrations/{}", migration.body["id"].as_str().unwrap());
 
     let webhook = created(app, team, "/webhooks", json!({ "endpoint": receiver.url(&format!("/{}", team.label)), "events": ["email.sent"] })).await;
     let email = created(
@@ -279,6 +285,7 @@ Content-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n");
         matches!(import["status"].as_str(), Some("completed" | "failed")).then_some(())
     })
     .await;
+    waited("the migration is in review", || async { (get(app, team, &migration_path).await["status"] == "review").then_some(()) }).await;
     waited("the email is delivered", || async {
         (get(app, team, &format!("/emails/{email_id}")).await["last_event"] == "delivered").then_some(())
     })

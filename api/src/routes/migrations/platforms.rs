@@ -68,7 +68,7 @@ pub struct NewMigration {
 #[derive(Multipart)]
 pub struct MigrationForm {
     /// `resend`, `mailchimp` or `listmonk`.
-    pub source: Required<String>,
+    pub source: Required<Choice<MigrationSource>>,
     /// A Resend contacts CSV (Herald's contacts export is one), a Mailchimp audience export
     /// ZIP, or a listmonk subscribers CSV; at most 50 MB.
     pub file: Required<Upload>,
@@ -259,7 +259,7 @@ impl MigrationsApi {
                 (source, Some(sealed), None)
             }
             MigrationRequest::Multipart(form) => {
-                let source = checked_source(form.source.0.as_deref().ok_or_else(|| ApiError::missing_field("source"))?)?;
+                let source = checked_source(form.source.0.as_ref().ok_or_else(|| ApiError::missing_field("source"))?.as_str())?;
                 let upload = form.file.0.ok_or_else(|| ApiError::missing_field("file"))?;
                 (source, None, Some(read_file(source, upload).await?))
             }
@@ -361,6 +361,11 @@ fn checked_source(source: &str) -> ApiResult<&'static str> {
 
 /// Checks the credentials the source takes and seals them.
 async fn seal(state: &AppState, source: &str, given: PlatformCredentials) -> ApiResult<Vec<u8>> {
+    let Some(secret_key) = state.config.secret_key.as_deref() else {
+        return Err(ApiError::refused(
+            "Connecting another platform needs the operator to set HERALD_SECRET_KEY, which seals its credentials; an export file can be uploaded without it.",
+        ));
+    };
     let filled = |value: &Option<String>, field: &str| -> ApiResult<String> {
         value.as_deref().map(str::trim).filter(|v| !v.is_empty()).map(String::from).ok_or_else(|| ApiError::missing_field(&format!("credentials.{field}")))
     };
@@ -378,11 +383,6 @@ async fn seal(state: &AppState, source: &str, given: PlatformCredentials) -> Api
             }
             Credentials { api_key: Some(api_key), base_url: None, username: None, password: None }
         }
-    };
-    let Some(secret_key) = state.config.secret_key.as_deref() else {
-        return Err(ApiError::refused(
-            "Connecting another platform needs the operator to set HERALD_SECRET_KEY, which seals its credentials; an export file can be uploaded without it.",
-        ));
     };
     let plain = serde_json::to_vec(&credentials).map_err(anyhow::Error::from)?;
     Ok(schema::secret::seal(secret_key, &plain))
