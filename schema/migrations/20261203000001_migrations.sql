@@ -48,3 +48,9 @@ CREATE TABLE migration_chunks (
     items           jsonb NOT NULL,
     PRIMARY KEY (migration_id, seq)
 );
+
+-- The failed records an import or a migration keeps: the first `cap`, later ones dropped.
+CREATE FUNCTION append_capped(kept jsonb, more jsonb, cap bigint) RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN jsonb_array_length(kept) >= cap THEN kept
+                ELSE (SELECT COALESCE(jsonb_agg(f), '[]') FROM (SELECT f FROM jsonb_array_elements(kept || more) AS f LIMIT cap) AS k) END
+$$;

@@ -167,6 +167,34 @@ pub fn path_id(raw: &str, what: &str) -> crate::http::error::ApiResult<uuid::Uui
     schema::ids::parse_id(raw).ok_or_else(|| crate::http::error::ApiError::not_found(what))
 }
 
+/// A record an import or a migration could not take.
+#[derive(poem_openapi::Object)]
+pub struct FailedRow {
+    /// Its row as a spreadsheet shows it (the header is row 1), or for a migration through a
+    /// platform's API, its place in the platform's answers.
+    pub row: i64,
+    /// The address cell as written.
+    pub email: String,
+    /// `invalid_email`, `type_mismatch` or `contact_limit`.
+    pub reason: String,
+    /// What was wrong, for a person.
+    pub message: String,
+}
+
+/// The failed records kept as JSON (`[{ row, email, reason, message }]`).
+pub fn failed_rows(kept: &serde_json::Value) -> Vec<FailedRow> {
+    kept.as_array()
+        .into_iter()
+        .flatten()
+        .map(|f| FailedRow {
+            row: f["row"].as_i64().unwrap_or_default(),
+            email: f["email"].as_str().unwrap_or_default().to_string(),
+            reason: f["reason"].as_str().unwrap_or_default().to_string(),
+            message: f["message"].as_str().unwrap_or_default().to_string(),
+        })
+        .collect()
+}
+
 /// `{ object, id }`, the answer of an update.
 #[derive(poem_openapi::Object)]
 pub struct Updated {

@@ -160,8 +160,7 @@ pub async fn record_progress(conn: &mut PgConnection, id: Uuid, progress: &Progr
     sqlx::query(
         "UPDATE contact_imports SET rows_done = rows_done + $2, created = created + $3, updated = updated + $4,
              skipped = skipped + $5, failed = failed + $6,
-             failures = CASE WHEN jsonb_array_length(failures) >= $8 THEN failures
-                             ELSE (SELECT COALESCE(jsonb_agg(f), '[]') FROM (SELECT f FROM jsonb_array_elements(failures || $7) AS f LIMIT $8) AS kept) END
+             failures = append_capped(failures, $7, $8)
          WHERE id = $1",
     )
     .bind(id)

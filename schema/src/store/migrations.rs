@@ -113,8 +113,7 @@ pub async fn add_chunk(conn: &mut PgConnection, m: &Migration, page: &PageRead<'
         "WITH c AS (INSERT INTO migration_chunks (migration_id, team_id, seq, items) SELECT $1, $2, $3, $4 WHERE jsonb_array_length($4) > 0)
          UPDATE migrations SET cursor = $5, found = $6, chunks_read = chunks_read + (jsonb_array_length($4) > 0)::int,
              failed = failed + jsonb_array_length($7),
-             failures = CASE WHEN jsonb_array_length(failures) >= $8 THEN failures
-                             ELSE (SELECT COALESCE(jsonb_agg(f), '[]') FROM (SELECT f FROM jsonb_array_elements(failures || $7) AS f LIMIT $8) AS kept) END
+             failures = append_capped(failures, $7, $8)
          WHERE id = $1",
     )
     .bind(m.id)
@@ -253,8 +252,7 @@ pub async fn record_applied(conn: &mut PgConnection, id: Uuid, a: &Applied) -> s
     sqlx::query(
         "UPDATE migrations SET chunks_applied = chunks_applied + $2, created = created + $3, updated = updated + $4,
              suppressed = suppressed + $5, failed = failed + $6,
-             failures = CASE WHEN jsonb_array_length(failures) >= $8 THEN failures
-                             ELSE (SELECT COALESCE(jsonb_agg(f), '[]') FROM (SELECT f FROM jsonb_array_elements(failures || $7) AS f LIMIT $8) AS kept) END
+             failures = append_capped(failures, $7, $8)
          WHERE id = $1",
     )
     .bind(id)

@@ -8,7 +8,7 @@ use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
 use crate::routes::audience::refs::{MAX_PROPERTIES, valid_key};
 use crate::routes::audience::refs::segment_ids;
 use crate::routes::audience::consent::{TopicChoice, checked_choices};
-use crate::routes::{Tag, path_id};
+use crate::routes::{FailedRow, Tag, failed_rows, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -82,19 +82,6 @@ pub struct Counts {
     pub skipped: i64,
     /// Rows that failed (`failed_rows` lists the first 1,000).
     pub failed: i64,
-}
-
-/// A failed row.
-#[derive(Object)]
-pub struct FailedRow {
-    /// The row number as a spreadsheet shows it (the header is row 1).
-    pub row: i64,
-    /// The address cell as written.
-    pub email: String,
-    /// `invalid_email`, `type_mismatch` or `contact_limit`.
-    pub reason: String,
-    /// What was wrong with the row, for a person.
-    pub message: String,
 }
 
 /// A contact import.
@@ -308,20 +295,7 @@ async fn declare_properties(conn: &mut sqlx::PgConnection, team_id: uuid::Uuid, 
 }
 
 fn view(import: Import, full: bool) -> ImportView {
-    let failed_rows = full.then(|| {
-        import
-            .failures
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| FailedRow {
-                row: f["row"].as_i64().unwrap_or_default(),
-                email: f["email"].as_str().unwrap_or_default().to_string(),
-                reason: f["reason"].as_str().unwrap_or_default().to_string(),
-                message: f["message"].as_str().unwrap_or_default().to_string(),
-            })
-            .collect()
-    });
+    let failed_rows = full.then(|| failed_rows(&import.failures));
     ImportView {
         object: "contact_import".into(),
         id: import.id.to_string(),

@@ -7,7 +7,7 @@ use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
 use crate::http::paging::page_request;
-use crate::routes::{Tag, path_id};
+use crate::routes::{FailedRow, Tag, failed_rows, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use jobs::migrate::{Credentials, check_base_url, mailchimp_dc};
@@ -95,19 +95,6 @@ pub struct MigrationCounts {
     pub suppressed: i64,
     /// Records that failed (`failed_items` lists the first 1,000).
     pub failed: i64,
-}
-
-/// A record that failed.
-#[derive(Object)]
-pub struct FailedItem {
-    /// Its row in the file (the header is row 1), or its place in the platform's answers.
-    pub row: i64,
-    /// The address as written.
-    pub email: String,
-    /// `invalid_email` or `contact_limit`.
-    pub reason: String,
-    /// What was wrong, for a person.
-    pub message: String,
 }
 
 /// A property that will arrive.
@@ -221,7 +208,7 @@ pub struct MigrationView {
     pub completed_at: Nullable<DateTime<Utc>>,
     /// The first 1,000 failed records (retrieve only).
     #[oai(skip_serializing_if_is_none)]
-    pub failed_items: Option<Vec<FailedItem>>,
+    pub failed_items: Option<Vec<FailedRow>>,
 }
 
 /// A page of migrations.
@@ -403,19 +390,7 @@ async fn read_file(source: &'static str, upload: Upload) -> ApiResult<Vec<u8>> {
 }
 
 fn view(m: Migration, full: bool) -> MigrationView {
-    let failed_items = full.then(|| {
-        m.failures
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| FailedItem {
-                row: f["row"].as_i64().unwrap_or_default(),
-                email: f["email"].as_str().unwrap_or_default().to_string(),
-                reason: f["reason"].as_str().unwrap_or_default().to_string(),
-                message: f["message"].as_str().unwrap_or_default().to_string(),
-            })
-            .collect()
-    });
+    let failed_items = full.then(|| failed_rows(&m.failures));
     MigrationView {
         object: "migration".into(),
         id: m.id.to_string(),
