@@ -29,10 +29,14 @@ pub struct Report {
     pub ai_request_windows: u64,
     /// Exports past their seven days.
     pub exports: u64,
+    /// Migrations left in review past [`MIGRATION_REVIEW_DAYS`], canceled.
+    pub expired_migrations: u64,
 }
 
 /// How long consent records are kept.
 pub const CONSENT_YEARS: i32 = 3;
+/// How long a migration may wait in review before it is canceled and what it read erased.
+pub const MIGRATION_REVIEW_DAYS: i32 = 30;
 /// How long an import's file is kept after the import finished.
 pub const IMPORT_FILE_DAYS: i32 = 7;
 
@@ -68,6 +72,7 @@ pub async fn purge(pool: &PgPool) -> anyhow::Result<Report> {
     }
     report.import_files = imports::purge_files(&mut conn, IMPORT_FILE_DAYS).await?;
     report.exports = schema::store::exports::purge(&mut conn).await?;
+    report.expired_migrations = schema::store::migrations::expire_reviews(&mut conn, MIGRATION_REVIEW_DAYS).await?;
     loop {
         let deleted = received::delete_expired_dropped(&mut conn, BATCH).await?;
         report.dropped_received_emails += deleted;

@@ -157,7 +157,7 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
         kept
     };
     let fresh = candidates.iter().filter(|r| !existing.contains_key(&r.email));
-    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, fresh).await?.into_iter().collect();
+    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, fresh, &[]).await?.into_iter().collect();
     let (created, conflicts): (Vec<Row>, Vec<Row>) = candidates.into_iter().partition(|r| inserted.contains(&r.id));
     progress.created += created.len() as i64;
 

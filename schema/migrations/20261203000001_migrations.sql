@@ -54,3 +54,18 @@ CREATE FUNCTION append_capped(kept jsonb, more jsonb, cap bigint) RETURNS jsonb 
     SELECT CASE WHEN jsonb_array_length(kept) >= cap THEN kept
                 ELSE (SELECT COALESCE(jsonb_agg(f), '[]') FROM (SELECT f FROM jsonb_array_elements(kept || more) AS f LIMIT cap) AS k) END
 $$;
+
+-- A topic choice rechecks only the contacts whose flag it could change: an opt-in where the
+-- contact is not billable, an opt-out where it is (or the flag is not known). A bulk write that
+-- sets the flag right from the start (a migration) then costs no recheck per contact.
+CREATE OR REPLACE FUNCTION contact_topics_recheck() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        PERFORM contacts_recheck_billable(ARRAY(SELECT contact_id FROM old_rows));
+    ELSE
+        PERFORM contacts_recheck_billable(ARRAY(
+            SELECT n.contact_id FROM new_rows n JOIN contacts c ON c.id = n.contact_id
+            WHERE c.billable IS DISTINCT FROM (n.subscription = 'opt_in')));
+    END IF;
+    RETURN NULL;
+END $$;

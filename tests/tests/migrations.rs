@@ -334,7 +334,8 @@ async fn start_twice_start_after_cancel_and_a_plan_that_refuses_answer_as_they_s
     assert_eq!((canceled.status, canceled.body["status"].as_str()), (200, Some("canceled")), "{}", canceled.body);
     app.post(&format!("/migrations/{second}/start"), json!({})).await.assert_error(409, "resource_locked");
     app.post(&format!("/migrations/{second}/cancel"), json!({})).await.assert_error(409, "resource_locked");
-    assert_eq!(scalar(&app, "SELECT count(*) FROM migration_chunks WHERE team_id = $1 AND migration_id IS NOT NULL").await, 0, "a cancel erases what was read");
+    let left = scalar(&app, &format!("SELECT count(*) FROM migration_chunks WHERE team_id = $1 AND migration_id = '{second}'")).await;
+    assert_eq!(left, 0, "a cancel erases what was read");
 
     // Another team's migration is not found.
     let other = TestApp::spawn_unthrottled().await;
@@ -437,4 +438,20 @@ async fn a_worker_killed_mid_read_and_mid_apply_leaves_every_contact_exactly_onc
     )
     .await;
     assert_eq!(doubled, 0, "no consent record written twice");
+}
+
+#[tokio::test]
+async fn a_migration_left_in_review_for_thirty_days_is_canceled_and_what_it_read_erased() {
+    let stand_in = Platforms::start().await;
+    let app = app_for(&stand_in).await;
+    let id = upload(&app, "resend", "a.csv", &fixture("resend_contacts.csv")).await.body["id"].as_str().unwrap().to_string();
+    assert_eq!(settled(&app, &id).await["status"], "review");
+    let fresh = jobs::housekeeping::purge(&app.pool).await.unwrap();
+    assert_eq!(fresh.expired_migrations, 0, "a fresh review stays");
+    sqlx::query("UPDATE migrations SET created_at = now() - interval '31 days' WHERE id = $1::uuid").bind(&id).execute(&app.pool).await.unwrap();
+    let report = jobs::housekeeping::purge(&app.pool).await.unwrap();
+    assert_eq!(report.expired_migrations, 1);
+    let read = app.get(&format!("/migrations/{id}")).await.body;
+    assert_eq!(read["status"], "canceled", "{read}");
+    assert_eq!(scalar(&app, "SELECT count(*) FROM migration_chunks WHERE team_id = $1").await, 0);
 }

@@ -120,7 +120,9 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
         Some(limit) => (i64::from(limit) - contacts::count(tx, m.team_id).await?).max(0),
         None => i64::MAX,
     };
+    let topic_ids = migrations::names(tx, m.team_id, Named::Topics).await?;
     let mut fresh: Vec<Row> = Vec::new();
+    let mut opted_in: Vec<bool> = Vec::new();
     let mut kept: Vec<Item> = Vec::with_capacity(items.len());
     for item in items {
         if !existing.contains_key(&item.email) {
@@ -130,10 +132,11 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
             }
             room -= 1;
             fresh.push(row(schema::ids::new_id(), &item));
+            opted_in.push(item.topics.iter().any(|(name, choice)| choice == "opt_in" && topic_ids.contains_key(&name.to_lowercase())));
         }
         kept.push(item);
     }
-    let created: HashSet<Uuid> = imports::insert_contacts(tx, m.team_id, fresh.iter()).await?.into_iter().collect();
+    let created: HashSet<Uuid> = imports::insert_contacts(tx, m.team_id, fresh.iter(), &opted_in).await?.into_iter().collect();
     let created_ids: HashMap<String, Uuid> = fresh.iter().filter(|r| created.contains(&r.id)).map(|r| (r.email.clone(), r.id)).collect();
     // Addresses created meanwhile by someone else are merged like the others.
     let raced: Vec<String> = fresh.iter().filter(|r| !created.contains(&r.id)).map(|r| r.email.clone()).collect();
@@ -152,7 +155,6 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
     applied.created = created_ids.len() as i64;
     applied.updated = merged.iter().filter(|r| !again.contains(&r.email)).count() as i64;
 
-    let topic_ids = migrations::names(tx, m.team_id, Named::Topics).await?;
     let segment_ids = migrations::names(tx, m.team_id, Named::Segments).await?;
     let source = format!("migration:{}", m.source);
     let mut consents: Vec<Consent> = Vec::new();
@@ -161,9 +163,12 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
     for item in &kept {
         let Some(&contact_id) = ids.get(&item.email) else { continue };
         let consent = |topic_id, choice| Consent { contact_id, email: item.email.clone(), topic_id, choice, ip: item.consent_ip.clone(), at: item.consent_at };
+        // The opt-in's time and IP go on the topic choices it made; a record of its own only
+        // when it made none (one record per choice, not two).
+        let chose_topics = item.topics.keys().any(|name| topic_ids.contains_key(&name.to_lowercase()));
         if item.unsubscribed {
             consents.push(consent(None, "unsubscribed"));
-        } else if item.consent_at.is_some() {
+        } else if item.consent_at.is_some() && !chose_topics {
             consents.push(consent(None, "subscribed"));
         }
         for (name, choice) in &item.topics {

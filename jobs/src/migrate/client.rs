@@ -58,6 +58,11 @@ impl Platform {
 
     /// GETs `path` (with its query) and answers the JSON body.
     pub async fn get(&self, path: &str) -> Result<Value, Fault> {
+        self.get_as(path).await
+    }
+
+    /// GETs `path` and reads the JSON body as `T` (only the fields Herald uses are kept).
+    pub async fn get_as<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T, Fault> {
         let url = format!("{}{path}", self.base);
         let (mut limited, mut failed) = (0u32, 0u32);
         loop {

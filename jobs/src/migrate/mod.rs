@@ -87,16 +87,21 @@ async fn read(pool: &PgPool, settings: &MigrationSettings, m: Migration) -> anyh
     };
     let mut cursor = m.cursor.clone();
     let mut found = m.found.0.clone();
+    // Each page is stored while the next one is fetched.
+    let mut pending = sources::step(&platform, &m.source, &mut cursor, &mut found).await;
     loop {
-        let step = match sources::step(&platform, &m.source, &mut cursor, &mut found).await {
-            Ok(step) => step,
+        let records = match pending {
+            Ok(Some(records)) => records,
+            Ok(None) => break,
             Err(Fault::Refused(reason)) => return fail(pool, m.id, &reason).await,
             Err(Fault::Unavailable(reason)) => anyhow::bail!(reason),
         };
-        let Some(records) = step else { break };
-        if !store_page(pool, m.id, records, &cursor, &found).await? {
+        let (at, so_far) = (cursor.clone(), found.clone());
+        let (stored, next) = tokio::join!(store_page(pool, m.id, records, &at, &so_far), sources::step(&platform, &m.source, &mut cursor, &mut found));
+        if !stored? {
             return Ok("canceled");
         }
+        pending = next;
     }
     review(pool, m.id).await
 }

@@ -169,20 +169,18 @@ async fn mailchimp(platform: &Platform, cursor: &mut Value, found: &mut Found) -
     let Some(list) = cursor["lists"].get(index).cloned() else { return Ok(None) };
     let offset = cursor["offset"].as_u64().unwrap_or(0);
     let id = list["id"].as_str().unwrap_or_default();
-    let page = platform.get(&format!("/3.0/lists/{id}/members?count={MAILCHIMP_PAGE}&offset={offset}")).await?;
-    let members = records(&page, "members");
+    let page: MembersPage = platform.get_as(&format!("/3.0/lists/{id}/members?count={MAILCHIMP_PAGE}&offset={offset}&fields={MEMBER_FIELDS}")).await?;
     let topic = list["name"].as_str().unwrap_or("Audience").to_string();
-    let mut out = Vec::with_capacity(members.len());
-    for member in members {
-        let status = text(member, "status").unwrap_or("subscribed");
-        if status == "archived" {
+    let mut out = Vec::with_capacity(page.members.len());
+    for member in &page.members {
+        if member.status == "archived" {
             continue;
         }
         let row = next_row(cursor);
-        out.push(Item::new(row, text(member, "email_address").unwrap_or_default()).map(|item| mailchimp_member(item, member, status, &list, &topic, found)));
+        out.push(Item::new(row, &member.email_address).map(|item| mailchimp_member(item, member, &list, &topic, found)));
     }
-    let next = offset + members.len() as u64;
-    if members.is_empty() || next as i64 >= page["total_items"].as_i64().unwrap_or(0) {
+    let next = offset + page.members.len() as u64;
+    if page.members.is_empty() || next as i64 >= page.total_items {
         cursor["list"] = json!(index + 1);
         cursor["offset"] = json!(0);
     } else {
@@ -191,13 +189,53 @@ async fn mailchimp(platform: &Platform, cursor: &mut Value, found: &mut Found) -
     Ok(Some(out))
 }
 
-fn mailchimp_member(item: Item, member: &Value, status: &str, list: &Value, topic: &str, found: &mut Found) -> Item {
-    let fields = &member["merge_fields"];
-    let mut item = item.names(text(fields, "FNAME"), text(fields, "LNAME"));
+/// The member fields asked for (Mailchimp's partial responses): a page a fifth of the size.
+const MEMBER_FIELDS: &str = "members.email_address,members.status,members.merge_fields,members.tags,members.timestamp_opt,\
+                             members.timestamp_signup,members.ip_opt,members.ip_signup,total_items";
+
+/// A page of an audience's members, as far as Herald reads it.
+#[derive(serde::Deserialize)]
+struct MembersPage {
+    #[serde(default)]
+    members: Vec<Member>,
+    #[serde(default)]
+    total_items: i64,
+}
+
+#[derive(serde::Deserialize)]
+struct Member {
+    #[serde(default)]
+    email_address: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    merge_fields: serde_json::Map<String, Value>,
+    #[serde(default)]
+    tags: Vec<Tag>,
+    timestamp_opt: Option<String>,
+    timestamp_signup: Option<String>,
+    ip_opt: Option<String>,
+    ip_signup: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+struct Tag {
+    #[serde(default)]
+    name: String,
+}
+
+fn filled(text: &Option<String>) -> Option<&str> {
+    text.as_deref().filter(|t| !t.trim().is_empty())
+}
+
+fn mailchimp_member(item: Item, member: &Member, list: &Value, topic: &str, found: &mut Found) -> Item {
+    let fields = &member.merge_fields;
+    let name = |tag: &str| fields.get(tag).and_then(Value::as_str).filter(|s| !s.trim().is_empty());
+    let mut item = item.names(name("FNAME"), name("LNAME"));
     if let Some(map) = list["fields"].as_object() {
         for (tag, spec) in map {
             let (Some(key), Some(kind)) = (spec[0].as_str(), spec[1].as_str()) else { continue };
-            let value = match &fields[tag] {
+            let value = match fields.get(tag).unwrap_or(&Value::Null) {
                 Value::Object(address) => Value::String(
                     ["addr1", "addr2", "city", "state", "zip", "country"]
                         .iter()
@@ -211,21 +249,19 @@ fn mailchimp_member(item: Item, member: &Value, status: &str, list: &Value, topi
             item.property(key, value);
         }
     }
-    let subscribed = status == "subscribed";
+    let subscribed = member.status == "subscribed";
     item.unsubscribed = !subscribed;
-    if status == "cleaned" {
+    if member.status == "cleaned" {
         item.suppression = Some("bounce".into());
     }
     item.topics.insert(topic.to_string(), if subscribed { "opt_in" } else { "opt_out" }.into());
     if subscribed {
-        item.consent_at = text(member, "timestamp_opt").or(text(member, "timestamp_signup")).and_then(timestamp);
-        item.consent_ip = text(member, "ip_opt").or(text(member, "ip_signup")).map(String::from);
+        item.consent_at = filled(&member.timestamp_opt).or(filled(&member.timestamp_signup)).and_then(timestamp);
+        item.consent_ip = filled(&member.ip_opt).or(filled(&member.ip_signup)).map(String::from);
     }
-    for tag in records(member, "tags") {
-        if let Some(name) = text(tag, "name") {
-            found.segments.insert(name.to_string());
-            item.segments.push(name.to_string());
-        }
+    for tag in member.tags.iter().filter(|t| !t.name.trim().is_empty()) {
+        found.segments.insert(tag.name.clone());
+        item.segments.push(tag.name.clone());
     }
     item
 }

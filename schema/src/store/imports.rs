@@ -230,8 +230,10 @@ fn arrays<'a>(rows: impl IntoIterator<Item = &'a Row>) -> Arrays {
 }
 
 /// Inserts new contacts in one statement; answers the ids written (an address created
-/// meanwhile by another writer is left alone).
-pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: impl IntoIterator<Item = &'a Row>) -> sqlx::Result<Vec<Uuid>> {
+/// meanwhile by another writer is left alone). `opted_in` says, row by row, whether the contact
+/// arrives opted in to a live topic (a migration's choices; empty for an import), so that its
+/// billable flag is right from the start instead of being worked out again row by row.
+pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: impl IntoIterator<Item = &'a Row>, opted_in: &[bool]) -> sqlx::Result<Vec<Uuid>> {
     let a = arrays(rows);
     if a.ids.is_empty() {
         return Ok(Vec::new());
@@ -239,8 +241,9 @@ pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: i
     sqlx::query_scalar(
         "INSERT INTO contacts (id, team_id, email, first_name, last_name, unsubscribed, properties, billable)
          SELECT r.id, $1, r.email, r.first_name, r.last_name, r.unsubscribed, r.properties,
-                NOT r.unsubscribed AND s.email IS NULL AND (SELECT team_opts_in_by_default($1))
-         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::jsonb[]) AS r(id, email, first_name, last_name, unsubscribed, properties)
+                NOT r.unsubscribed AND s.email IS NULL AND (COALESCE(r.opted_in, false) OR (SELECT team_opts_in_by_default($1)))
+         FROM unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::bool[], $7::jsonb[], $8::bool[])
+              AS r(id, email, first_name, last_name, unsubscribed, properties, opted_in)
          LEFT JOIN suppressions s ON s.team_id = $1 AND s.email = r.email
          ON CONFLICT (team_id, email) DO NOTHING RETURNING id",
     )
@@ -251,6 +254,7 @@ pub async fn insert_contacts<'a>(conn: &mut PgConnection, team_id: Uuid, rows: i
     .bind(&a.last)
     .bind(&a.unsubscribed)
     .bind(&a.properties)
+    .bind(opted_in)
     .fetch_all(conn)
     .await
 }

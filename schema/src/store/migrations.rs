@@ -225,6 +225,22 @@ pub async fn erase(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
     Ok(())
 }
 
+/// Cancels migrations left in review for more than `days` days (what they read goes); how many.
+pub async fn expire_reviews(conn: &mut PgConnection, days: i32) -> sqlx::Result<u64> {
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "UPDATE migrations SET status = 'canceled', completed_at = now(), credentials = NULL,
+             error = 'left in review for ' || $1 || ' days'
+         WHERE status = 'review' AND created_at < now() - make_interval(days => $1) RETURNING id",
+    )
+    .bind(days)
+    .fetch_all(&mut *conn)
+    .await?;
+    for id in &ids {
+        erase(conn, *id).await?;
+    }
+    Ok(ids.len() as u64)
+}
+
 /// Chunks from `seq` on, at most `limit`, in order.
 pub async fn chunks(conn: &mut PgConnection, id: Uuid, seq: i32, limit: i64) -> sqlx::Result<Vec<Vec<Item>>> {
     let rows: Vec<Json<Vec<Item>>> = sqlx::query_scalar("SELECT items FROM migration_chunks WHERE migration_id = $1 AND seq >= $2 ORDER BY seq LIMIT $3")
@@ -340,6 +356,7 @@ pub async fn consents(conn: &mut PgConnection, team_id: Uuid, source: &str, reco
     if records.is_empty() {
         return Ok(());
     }
+    let ids: Vec<Uuid> = records.iter().map(|_| crate::ids::new_id()).collect();
     let contact_ids: Vec<Uuid> = records.iter().map(|r| r.contact_id).collect();
     let hashes: Vec<Vec<u8>> = records.iter().map(|r| crate::secret::hash(&r.email)).collect();
     let topics: Vec<Option<Uuid>> = records.iter().map(|r| r.topic_id).collect();
@@ -347,8 +364,8 @@ pub async fn consents(conn: &mut PgConnection, team_id: Uuid, source: &str, reco
     let ips: Vec<Option<&str>> = records.iter().map(|r| r.ip.as_deref()).collect();
     let at: Vec<Option<DateTime<Utc>>> = records.iter().map(|r| r.at).collect();
     sqlx::query(
-        "WITH r AS (SELECT * FROM unnest($2::uuid[], $3::bytea[], $4::uuid[], $5::text[], $6::text[], $7::timestamptz[])
-                    AS r(contact_id, email_hash, topic_id, choice, ip, at)),
+        "WITH r AS (SELECT * FROM unnest($2::uuid[], $3::bytea[], $4::uuid[], $5::text[], $6::text[], $7::timestamptz[], $9::uuid[])
+                    AS r(contact_id, email_hash, topic_id, choice, ip, at, id)),
          chosen AS (
              INSERT INTO contact_topics (contact_id, topic_id, subscription)
              SELECT contact_id, topic_id, choice FROM r WHERE topic_id IS NOT NULL
@@ -356,7 +373,7 @@ pub async fn consents(conn: &mut PgConnection, team_id: Uuid, source: &str, reco
                  WHERE excluded.subscription = 'opt_out' AND contact_topics.subscription <> 'opt_out'
          )
          INSERT INTO consent_records (id, team_id, contact_id, email_hash, topic_id, choice, source, ip_address, created_at)
-         SELECT herald_uuid_v7(), $1, contact_id, email_hash, topic_id, choice, $8, ip, COALESCE(at, now()) FROM r",
+         SELECT id, $1, contact_id, email_hash, topic_id, choice, $8, ip, COALESCE(at, now()) FROM r",
     )
     .bind(team_id)
     .bind(&contact_ids)
@@ -366,6 +383,7 @@ pub async fn consents(conn: &mut PgConnection, team_id: Uuid, source: &str, reco
     .bind(&ips)
     .bind(&at)
     .bind(source)
+    .bind(&ids)
     .execute(conn)
     .await?;
     Ok(())
