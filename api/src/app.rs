@@ -114,7 +114,7 @@ impl Application {
         let ai = config.ai.as_ref().map(|a| jobs::ai::Ai::new(&a.base_url, a.api_key.as_deref(), &a.model, a.timeout)).transpose()?;
         let invoices = Default::default();
         let state =
-            AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool, stripe, ai, invoices });
+            AppState::new(crate::state::Shared { pool, relaxed, config, logs, checker, fetcher, link_key, keys, buckets, spool, stripe, ai, invoices, sending: Default::default() });
         Ok(Self { acceptor, port, state, log_task, listener, spool_task })
     }
 

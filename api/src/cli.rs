@@ -1,5 +1,6 @@
 //! The `herald` command line: the operator's contract.
 
+use schema::store::switches::Switch;
 use crate::app::Application;
 use crate::config::Config;
 use clap::{Parser, Subcommand};
@@ -40,19 +41,26 @@ pub enum Command {
     },
     /// Show job counts per queue and status, and the failed jobs with their last error.
     Jobs,
-    /// Pause or resume marketing (broadcast) sends for every team.
+    /// Pause or resume marketing (broadcast) sends for every team: while paused,
+    /// `POST /broadcasts/{id}/send` answers 403. Prints { "marketing": "paused" | "enabled" }.
     Marketing {
         #[command(subcommand)]
-        command: MarketingCommand,
+        command: SwitchCommand,
+    },
+    /// Pause or resume every send accepted through the API, for every team: while paused,
+    /// `POST /emails` and `POST /emails/batch` answer `503 service_unavailable` with
+    /// `retry-after`; mail accepted before keeps going out. Prints { "sending": "paused" | "enabled" }.
+    Sending {
+        #[command(subcommand)]
+        command: SwitchCommand,
     },
 }
 
 #[derive(Subcommand)]
-pub enum MarketingCommand {
-    /// Stop every broadcast send from starting: `POST /broadcasts/{id}/send` answers 403 until
-    /// resumed; prints { "marketing": "paused" }.
+pub enum SwitchCommand {
+    /// Switch it off for every team.
     Pause,
-    /// Let broadcast sends start again; prints { "marketing": "enabled" }.
+    /// Switch it back on.
     Resume,
 }
 
@@ -134,14 +142,8 @@ pub async fn run(cli: Cli) -> anyhow::Result<()> {
             print!("{}", crate::document::document_json());
             Ok(())
         }
-        Command::Marketing { command } => {
-            let config = Config::from_env()?;
-            let pool = schema::connect(&config.database_url, 2).await?;
-            let enabled = matches!(command, MarketingCommand::Resume);
-            schema::store::broadcasts::set_marketing(&mut *pool.acquire().await?, enabled).await?;
-            println!("{}", json!({ "marketing": if enabled { "enabled" } else { "paused" } }));
-            Ok(())
-        }
+        Command::Marketing { command } => flip(Switch::Marketing, "marketing", command).await,
+        Command::Sending { command } => flip(Switch::Sending, "sending", command).await,
         Command::Migrate => {
             let config = Config::from_env()?;
             let pool = schema::connect(&config.database_url, 2).await?;
@@ -462,4 +464,14 @@ mod tests {
         assert_eq!(slugify("Acme, Inc."), "acme-inc");
         assert_eq!(slugify("!!!"), "team");
     }
+}
+
+/// Sets a platform-wide switch and prints its new state.
+async fn flip(switch: Switch, name: &str, command: SwitchCommand) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let pool = schema::connect(&config.database_url, 2).await?;
+    let enabled = matches!(command, SwitchCommand::Resume);
+    schema::store::switches::set(&mut *pool.acquire().await?, switch, enabled).await?;
+    println!("{}", json!({ name: if enabled { "enabled" } else { "paused" } }));
+    Ok(())
 }

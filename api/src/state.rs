@@ -52,6 +52,8 @@ pub struct Shared {
     pub ai: Option<jobs::ai::Ai>,
     /// Each team's invoices as Stripe last listed them, kept 60 seconds.
     pub invoices: crate::routes::billing::invoices::InvoiceCache,
+    /// The operator's `sending` switch as this process last read it.
+    pub sending: crate::routes::emails::pause::SendingSwitch,
 }
 
 impl Shared {

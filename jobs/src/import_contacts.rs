@@ -156,8 +156,13 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
         }
         kept
     };
-    let fresh = candidates.iter().filter(|r| !existing.contains_key(&r.email));
-    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, fresh, &[]).await?.into_iter().collect();
+    let fresh: Vec<&Row> = candidates.iter().filter(|r| !existing.contains_key(&r.email)).collect();
+    // A contact the import opts in to a topic is born billable, rather than written again when
+    // its topic choice rechecks the flag.
+    let opting_in: Vec<Uuid> = topics.iter().filter(|(_, subscription)| subscription == "opt_in").map(|(id, _)| *id).collect();
+    let opts_in = !opting_in.is_empty() && !schema::store::topics::live_ids(&mut tx, import.team_id, &opting_in).await?.is_empty();
+    let opted_in = vec![opts_in; fresh.len()];
+    let inserted: HashSet<Uuid> = imports::insert_contacts(&mut tx, import.team_id, fresh, &opted_in).await?.into_iter().collect();
     let (created, conflicts): (Vec<Row>, Vec<Row>) = candidates.into_iter().partition(|r| inserted.contains(&r.id));
     progress.created += created.len() as i64;
 

@@ -175,7 +175,7 @@ impl TestApp {
         config.dns_timeout_ms = 400;
         adjust(&mut config);
         let relaxed = schema::connect_relaxed(database_url, 4).await.unwrap();
-        let application = Application::build_with(config, pool.clone(), relaxed).await.unwrap();
+        let application = build_on_its_port(config, &pool, &relaxed).await;
         let base = format!("http://127.0.0.1:{}", application.port());
         let checker = application.state().checker.clone();
         let config = application.state().config.clone();
@@ -349,4 +349,29 @@ pub fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
     (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Builds the application. A test that names its port (so its public URL can say where it
+/// listens) picked that port free a moment earlier, and another test may have taken it since:
+/// then it moves to another free port, public URL and all, rather than failing.
+async fn build_on_its_port(mut config: Config, pool: &PgPool, relaxed: &PgPool) -> Application {
+    for _ in 0..5 {
+        match Application::build_with(config.clone(), pool.clone(), relaxed.clone()).await {
+            Ok(application) => return application,
+            Err(error) if config.http_addr.port() != 0 && is_address_in_use(&error) => {
+                let taken = format!(":{}", config.http_addr.port());
+                let port = bench::free_port().unwrap();
+                config.http_addr.set_port(port);
+                if let Some(base) = config.public_url.strip_suffix(&taken) {
+                    config.public_url = format!("{base}:{port}");
+                }
+            }
+            Err(error) => panic!("the application does not start: {error:#}"),
+        }
+    }
+    panic!("no free port after five tries")
+}
+
+fn is_address_in_use(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::AddrInUse))
 }

@@ -64,11 +64,11 @@ async fn the_gate_refuses_in_document_order_and_a_refused_send_creates_nothing()
     let refused = app.post("/broadcasts", no_body).await;
     assert_eq!((refused.status, refused.body["errors"][0]["path"].as_str()), (422, Some("body")), "{}", refused.body);
     // 5. Marketing paused platform-wide.
-    schema::store::broadcasts::set_marketing(&mut app.pool.acquire().await.unwrap(), false).await.unwrap();
+    schema::store::switches::set(&mut app.pool.acquire().await.unwrap(), schema::store::switches::Switch::Marketing, false).await.unwrap();
     let refused = app.post("/broadcasts", body.clone()).await;
     refused.assert_error(403, "validation_error");
     assert_eq!(refused.body["errors"][0]["path"], "marketing_enabled");
-    schema::store::broadcasts::set_marketing(&mut app.pool.acquire().await.unwrap(), true).await.unwrap();
+    schema::store::switches::set(&mut app.pool.acquire().await.unwrap(), schema::store::switches::Switch::Marketing, true).await.unwrap();
     // 6. The team in good standing.
     sqlx::query("UPDATE teams SET risk_state = 'under_review' WHERE id = $1").bind(app.team_id).execute(&app.pool).await.unwrap();
     api::http::key_cache::settle(&app.pool).await.unwrap();

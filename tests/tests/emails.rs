@@ -59,7 +59,6 @@ async fn every_malformed_send_is_refused_with_its_name_and_writes_nothing() {
         (attachment(json!({ "filename": "a.txt", "content": "eA==", "content_id": "has space" })), 422, "invalid_attachment", "attachments[0].content_id"),
         (attachment(json!({ "content": "eA==" })), 422, "invalid_attachment", "attachments[0].filename"),
         (with("attachments", json!((0..101).map(|_| json!({ "filename": "a", "content": "eA==" })).collect::<Vec<_>>())), 422, "invalid_attachment", "attachments"),
-        (with("topic_id", json!("t1")), 422, "invalid_parameter", "topic_id"),
     ];
     for (body, status, name, path) in cases {
         let answer = mail.app.post("/emails", body).await;
@@ -71,6 +70,47 @@ async fn every_malformed_send_is_refused_with_its_name_and_writes_nothing() {
         );
     }
     assert_nothing_written(&mail).await;
+}
+
+#[tokio::test]
+async fn the_reserved_send_field_topic_id_answers_501_not_implemented_and_writes_nothing() {
+    let mail = mail::setup().await;
+    mail.app.post("/emails", with("topic_id", json!("t1"))).await.assert_error(501, "not_implemented");
+    let batch = json!([Mail::message("a@inbox.test"), with("topic_id", json!("t1"))]);
+    mail.app.post("/emails/batch", batch).await.assert_error(501, "not_implemented");
+    assert_nothing_written(&mail).await;
+}
+
+/// Runs `herald sending <verb>` against the app's database; answers what it printed.
+fn herald_sending(mail: &Mail, verb: &str) -> Value {
+    let output = std::process::Command::new(tests::herald_binary())
+        .args(["sending", verb])
+        .env("DATABASE_URL", &mail.app.database_url)
+        .env("HERALD_LOG", "error")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn while_the_operator_pauses_sending_a_send_answers_503_with_retry_after_and_after_resume_it_is_accepted() {
+    let mail = mail::setup().await;
+    let sent = mail.app.post("/emails", Mail::message("before@inbox.test")).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
+    assert_eq!(herald_sending(&mail, "pause"), json!({ "sending": "paused" }));
+    // A process trusts the switch it read for a second.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let emails = mail.app.count("emails").await;
+    let paused = mail.app.post("/emails", Mail::message("paused@inbox.test")).await;
+    paused.assert_error(503, "service_unavailable");
+    assert_eq!(paused.header("retry-after"), Some("60"), "{}", paused.body);
+    mail.app.post("/emails/batch", json!([Mail::message("paused@inbox.test")])).await.assert_error(503, "service_unavailable");
+    assert_eq!(mail.app.count("emails").await, emails, "a paused send writes nothing");
+    assert_eq!(herald_sending(&mail, "resume"), json!({ "sending": "enabled" }));
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let sent = mail.app.post("/emails", Mail::message("after@inbox.test")).await;
+    assert_eq!(sent.status, 200, "{}", sent.body);
 }
 
 #[tokio::test]

@@ -51,9 +51,9 @@ async fn the_team_answers_its_plan_limits_tier_identity_and_brand() {
 async fn patch_changes_only_the_fields_sent_and_answers_the_team() {
     let app = TestApp::spawn().await;
     let address = json!({ "line1": " 1 Main St ", "line2": null, "city": "Springfield", "state": "IL", "postal_code": "62701", "country": "US" });
-    let patched = app
-        .patch("/team", json!({ "name": "  Acme  ", "sender_name": "Acme Billing", "postal_address": address, "brand_kit": brand_kit(), "ai_assist_enabled": false }))
-        .await;
+    let admin = tests::inbox::person(&app, app.team_id, "admin", "Ada").await;
+    let body = json!({ "name": "  Acme  ", "sender_name": "Acme Billing", "postal_address": address, "brand_kit": brand_kit(), "ai_assist_enabled": false });
+    let patched = as_admin(&app, &admin, body).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     assert_eq!(patched.body["object"], "team");
     assert_eq!(patched.body["name"], "Acme");
@@ -82,6 +82,28 @@ async fn patch_changes_only_the_fields_sent_and_answers_the_team() {
     assert_eq!(again.body["brand_kit"]["company_name"], "Acme Inc.");
     let cleared = app.patch("/team", json!({ "postal_address": null })).await;
     assert_eq!(cleared.body["sender_identity"]["postal_address"], Value::Null);
+}
+
+/// A call with the key and, beside it, the admin's dashboard session.
+async fn as_admin(app: &TestApp, admin: &tests::inbox::Person, body: Value) -> tests::Answer {
+    let request = app.request(reqwest::Method::PATCH, "/team").header("cookie", format!("herald_session={}", admin.cookie)).header("x-csrf-token", &admin.csrf);
+    tests::Answer::from(request.json(&body).send().await.unwrap()).await
+}
+
+#[tokio::test]
+async fn renaming_the_team_needs_a_team_admin_and_a_key_alone_still_changes_the_other_fields() {
+    let app = TestApp::spawn().await;
+    let before = stored(&app).await;
+    app.patch("/team", json!({ "name": "Renamed", "sender_name": "Acme" })).await.assert_error(403, "invalid_permission");
+    assert_eq!(stored(&app).await, before, "a refused rename changes nothing");
+    let member = tests::inbox::person(&app, app.team_id, "member", "Bo").await;
+    as_admin(&app, &member, json!({ "name": "Renamed" })).await.assert_error(403, "invalid_permission");
+    assert_eq!(stored(&app).await, before, "a member is not an admin");
+    let other = app.patch("/team", json!({ "sender_name": "Acme" })).await;
+    assert_eq!((other.status, other.body["sender_identity"]["sender_name"].as_str()), (200, Some("Acme")), "{}", other.body);
+    let admin = tests::inbox::person(&app, app.team_id, "admin", "Ada").await;
+    let renamed = as_admin(&app, &admin, json!({ "name": "Renamed" })).await;
+    assert_eq!((renamed.status, renamed.body["name"].as_str()), (200, Some("Renamed")), "{}", renamed.body);
 }
 
 #[tokio::test]

@@ -49,6 +49,30 @@ async fn topics_have_unique_live_names_a_fixed_default_and_retire_freeing_the_na
 }
 
 #[tokio::test]
+async fn a_repeat_post_contacts_never_turns_a_topic_opt_out_back_into_an_opt_in_but_the_contacts_topics_route_does() {
+    let app = TestApp::spawn_unthrottled().await;
+    let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_out" })).await;
+    let offers = topic(&app, json!({ "name": "Offers", "default_subscription": "opt_out" })).await;
+    let sign_up = json!({ "email": "a@example.com", "topics": [{ "id": news, "subscription": "opt_in" }, { "id": offers, "subscription": "opt_in" }] });
+    let created = app.post("/contacts", sign_up.clone()).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let id = created.body["id"].as_str().unwrap().to_string();
+    let out = app.patch(&format!("/contacts/{id}/topics"), json!([{ "id": news, "subscription": "opt_out" }])).await;
+    assert_eq!(out.status, 200, "{}", out.body);
+    let subscriptions = || async {
+        let topics = app.get(&format!("/contacts/{id}/topics")).await.body;
+        topics["data"].as_array().unwrap().iter().map(|t| (t["name"].as_str().unwrap().to_string(), t["subscription"].as_str().unwrap().to_string())).collect::<Vec<_>>()
+    };
+    let replayed = app.post("/contacts", sign_up).await;
+    assert_eq!(replayed.status, 201, "{}", replayed.body);
+    assert_eq!(subscriptions().await, [("News".into(), "opt_out".into()), ("Offers".into(), "opt_in".into())], "the replayed sign-up kept the opt-out");
+    assert_eq!(app.count("consent_records WHERE choice = 'opt_in'").await, 2, "the kept opt-out records no new opt-in");
+    let back = app.patch(&format!("/contacts/{id}/topics"), json!([{ "id": news, "subscription": "opt_in" }])).await;
+    assert_eq!(back.status, 200, "{}", back.body);
+    assert_eq!(subscriptions().await, [("News".into(), "opt_in".into()), ("Offers".into(), "opt_in".into())], "the contact's own choice turns it back on");
+}
+
+#[tokio::test]
 async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_unsubscribed_overrides_all() {
     let app = TestApp::spawn_unthrottled().await;
     let news = topic(&app, json!({ "name": "News", "default_subscription": "opt_in" })).await;

@@ -383,6 +383,9 @@ pub struct ErrorDoc {
     pub code: Option<u16>,
     /// Extra facts named by the error.
     pub details: Option<serde_json::Value>,
+    /// `true` on adding a domain another team has verified: it can be claimed with
+    /// `POST /domains/claim`.
+    pub claimable: Option<bool>,
 }
 
 /// One failing field.

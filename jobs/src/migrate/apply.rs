@@ -136,6 +136,11 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
         }
         kept.push(item);
     }
+    // Suppressions first: a contact made after its address is suppressed is born not billable,
+    // where one made before would be written twice (its flag rechecked by the suppression).
+    let suppress: Vec<NewSuppression> =
+        kept.iter().filter_map(|item| Some(NewSuppression { team_id: m.team_id, email: item.email.clone(), origin: origin(item.suppression.as_deref()?), source_id: None })).collect();
+    applied.suppressed = suppressions::add(tx, &suppress).await?.into_iter().filter(|(_, added)| *added).count() as i64;
     let created: HashSet<Uuid> = imports::insert_contacts(tx, m.team_id, fresh.iter(), &opted_in).await?.into_iter().collect();
     let created_ids: HashMap<String, Uuid> = fresh.iter().filter(|r| created.contains(&r.id)).map(|r| (r.email.clone(), r.id)).collect();
     // Addresses created meanwhile by someone else are merged like the others.
@@ -159,7 +164,6 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
     let source = format!("migration:{}", m.source);
     let mut consents: Vec<Consent> = Vec::new();
     let mut pairs: Vec<(Uuid, Uuid)> = Vec::new();
-    let mut suppress: Vec<NewSuppression> = Vec::new();
     for item in &kept {
         let Some(&contact_id) = ids.get(&item.email) else { continue };
         let consent = |topic_id, choice| Consent { contact_id, email: item.email.clone(), topic_id, choice, ip: item.consent_ip.clone(), at: item.consent_at };
@@ -177,18 +181,9 @@ async fn write_batch(tx: &mut PgConnection, m: &Migration, batch: Vec<Vec<Item>>
             }
         }
         pairs.extend(item.segments.iter().filter_map(|n| segment_ids.get(&n.to_lowercase())).map(|&s| (s, contact_id)));
-        if let Some(origin) = item.suppression.as_deref() {
-            let origin = match origin {
-                "bounce" => "bounce",
-                "complaint" => "complaint",
-                _ => "manual",
-            };
-            suppress.push(NewSuppression { team_id: m.team_id, email: item.email.clone(), origin, source_id: None });
-        }
     }
     migrations::consents(tx, m.team_id, &source, &consents).await?;
     migrations::join_segments(tx, &pairs).await?;
-    applied.suppressed = suppressions::add(tx, &suppress).await?.into_iter().filter(|(_, added)| *added).count() as i64;
     announce(tx, m.team_id, created_ids.values().copied().collect()).await?;
     Ok(applied)
 }
@@ -232,6 +227,16 @@ fn merge(into: &mut Item, item: Item) {
     into.consent_at = into.consent_at.or(item.consent_at);
     into.consent_ip = into.consent_ip.take().or(item.consent_ip);
     into.again &= item.again;
+}
+
+/// A suppression's origin in Herald: bounces and complaints keep theirs; the rest (a
+/// platform's blocklist, a manual cleaning) are `manual`.
+fn origin(found: &str) -> &'static str {
+    match found {
+        "bounce" => "bounce",
+        "complaint" => "complaint",
+        _ => "manual",
+    }
 }
 
 fn row(id: Uuid, item: &Item) -> Row {

@@ -188,24 +188,6 @@ pub async fn hold_live(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<bool> 
     Ok(live.unwrap_or(false))
 }
 
-/// Whether marketing sends are paused platform-wide.
-pub async fn marketing_paused(conn: &mut PgConnection) -> sqlx::Result<bool> {
-    let paused: Option<bool> = sqlx::query_scalar("SELECT NOT enabled FROM platform_switches WHERE name = 'marketing'").fetch_optional(conn).await?;
-    Ok(paused.unwrap_or(false))
-}
-
-/// Pauses (`false`) or resumes (`true`) marketing sends platform-wide.
-pub async fn set_marketing(conn: &mut PgConnection, enabled: bool) -> sqlx::Result<()> {
-    sqlx::query(
-        "INSERT INTO platform_switches (name, enabled) VALUES ('marketing', $1)
-         ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, changed_at = now()",
-    )
-    .bind(enabled)
-    .execute(conn)
-    .await?;
-    Ok(())
-}
-
 /// A contact a page of a send resolved.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Resolved {

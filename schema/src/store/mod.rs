@@ -41,6 +41,7 @@ pub mod sending;
 pub mod shares;
 pub mod stripe;
 pub mod suppressions;
+pub mod switches;
 pub mod teams;
 pub mod templates;
 pub mod topics;

@@ -127,6 +127,11 @@ pub async fn choices(conn: &mut PgConnection, team_id: Uuid, contact_id: Uuid) -
     .await
 }
 
+/// The topics the contact opted out of.
+pub async fn opted_out(conn: &mut PgConnection, contact_id: Uuid) -> sqlx::Result<Vec<Uuid>> {
+    sqlx::query_scalar("SELECT topic_id FROM contact_topics WHERE contact_id = $1 AND subscription = 'opt_out'").bind(contact_id).fetch_all(conn).await
+}
+
 /// Records a contact's choices (topic, `opt_in`/`opt_out`); answers the ones that changed. A
 /// topic the contact is newly subscribed to starts the `svc:topic.subscribed` runs it triggers.
 pub async fn choose(conn: &mut PgConnection, contact_id: Uuid, choices: &[(Uuid, String)]) -> sqlx::Result<Vec<(Uuid, String)>> {

@@ -70,10 +70,23 @@ pub async fn checked_choices(conn: &mut sqlx::PgConnection, team_id: Uuid, choic
     Ok(parsed)
 }
 
+/// Whether choices may turn a topic the contact opted out of back on: the contact's own topic
+/// routes may; a repeat `POST /contacts` (an upsert that may replay a stale sign-up form) may
+/// not, as it never clears `unsubscribed` either.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptOuts {
+    Changeable,
+    Kept,
+}
+
 /// Checks and records topic choices for a contact, with a consent record per change. `path`
 /// names the body field in errors.
-pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin) -> ApiResult<()> {
-    let parsed = checked_choices(conn, contact.team_id, choices, path).await?;
+pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, choices: &[TopicChoice], path: &str, origin: &Origin, opt_outs: OptOuts) -> ApiResult<()> {
+    let mut parsed = checked_choices(conn, contact.team_id, choices, path).await?;
+    if opt_outs == OptOuts::Kept && parsed.iter().any(|(_, s)| s == "opt_in") {
+        let out = topics::opted_out(conn, contact.id).await?;
+        parsed.retain(|(topic_id, subscription)| subscription != "opt_in" || !out.contains(topic_id));
+    }
     for (topic_id, subscription) in topics::choose(conn, contact.id, &parsed).await? {
         consent(conn, contact, Some(topic_id), if subscription == "opt_in" { "opt_in" } else { "opt_out" }, origin).await?;
     }

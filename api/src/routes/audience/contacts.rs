@@ -24,7 +24,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use uuid::Uuid;
-use crate::routes::audience::consent::{Origin, consent};
+use crate::routes::audience::consent::{OptOuts, Origin, consent};
 use crate::routes::audience::refs::{contact_key, MAX_PROPERTIES, valid_key};
 use crate::routes::audience::refs::live_audience;
 use crate::routes::path_id;
@@ -173,7 +173,8 @@ impl ContactsApi {
         if newly_unsubscribed {
             consent(&mut tx, &contact, None, "unsubscribed", &Origin::api()).await?;
         }
-        crate::routes::audience::consent::apply_choices(&mut tx, &contact, body.topics.as_deref().unwrap_or_default(), "topics", &Origin::api()).await?;
+        let topics = body.topics.as_deref().unwrap_or_default();
+        crate::routes::audience::consent::apply_choices(&mut tx, &contact, topics, "topics", &Origin::api(), OptOuts::Kept).await?;
         segments::add_members(&mut tx, &segment_ids, &[contact.id]).await?;
         if let Some(watch) = watch {
             watch.enrol_entered(&mut tx, contact.id).await?;

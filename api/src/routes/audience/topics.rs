@@ -18,7 +18,7 @@ use poem_openapi::{ApiResponse, Object};
 use schema::store::contacts::{self};
 use schema::store::topics::{self, NewTopic, Topic};
 use serde::Deserialize;
-use crate::routes::audience::consent::{TopicChoice, apply_choices};
+use crate::routes::audience::consent::{OptOuts, TopicChoice, apply_choices};
 use crate::routes::audience::consent::{Subscription};
 
 pub struct TopicsApi;
@@ -255,7 +255,7 @@ impl TopicsApi {
         let key = contact_key(&contact.0)?;
         let mut tx = state.pool.begin().await?;
         let contact = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
-        apply_choices(&mut tx, &contact, &body.0, "topics", &Origin::api()).await?;
+        apply_choices(&mut tx, &contact, &body.0, "topics", &Origin::api(), OptOuts::Changeable).await?;
         tx.commit().await?;
         Ok(Json(Updated { object: "contact".into(), id: contact.id.to_string() }))
     }

@@ -76,7 +76,7 @@ pub async fn gate(conn: &mut PgConnection, team_id: Uuid, b: &Broadcast, develop
         message: if body { "the broadcast has a body".into() } else { "give the broadcast `html`, `text` or a published template".into() },
         kind: ErrorKind::Refused,
     });
-    let paused = broadcasts::marketing_paused(conn).await?;
+    let paused = schema::store::switches::is_off(conn, schema::store::switches::Switch::Marketing).await?;
     steps.push(GateResult {
         name: "marketing_enabled",
         passed: !paused,

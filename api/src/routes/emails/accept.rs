@@ -100,6 +100,10 @@ pub async fn prepare(
     permissive: bool,
     now: DateTime<Utc>,
 ) -> ApiResult<Prepared> {
+    if items.iter().any(|item| item.topic_id.is_some()) {
+        return Err(ApiError::new(ErrorKind::NotImplemented, "The send field `topic_id` is reserved for a later release; send without it."));
+    }
+    state.sending.check(&state.pool).await?;
     let template_problems = apply_templates(&mut *state.pool.acquire().await?, caller.team_id, &mut items, indexed).await?;
     let (mut indexes, mut parsed) = (Vec::with_capacity(items.len()), Vec::with_capacity(items.len()));
     let (mut problems, mut rejected) = (Vec::new(), Vec::new());
@@ -148,9 +152,6 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
     }
     if body.html.is_none() && body.text.is_none() {
         p.missing("html");
-    }
-    if body.topic_id.is_some() {
-        p.add(ErrorKind::InvalidParameter, "topic_id", "is reserved for a later release");
     }
     let from = body.from.as_deref().and_then(|raw| Mailbox::parse(raw).map_err(|m| p.invalid("from", m)).ok());
     let mut recipients = Vec::new();

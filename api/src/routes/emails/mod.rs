@@ -5,6 +5,7 @@
 pub mod accept;
 pub mod fetch;
 pub mod manage;
+pub mod pause;
 pub mod received;
 pub mod send;
 pub mod send_body;

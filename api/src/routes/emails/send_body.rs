@@ -104,8 +104,8 @@ pub struct SendEmail {
     /// send leaves them out, `subject`, `from` and `reply_to`. Not combinable with `html` or
     /// `text`.
     pub template: Option<TemplateIn>,
-    /// Not in the document: reserved for a later release, so a send carrying it is
-    /// `422 invalid_parameter`.
+    /// Reserved by the spec for a later release: a send carrying it answers
+    /// `501 not_implemented` and nothing is written.
     #[oai(skip)]
     pub topic_id: Option<String>,
     /// The template version the body was rendered from (set by [`apply_templates`]).

@@ -209,9 +209,10 @@ impl TeamApi {
         Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
     }
 
-    /// Change the team's name, sender identity, brand kit or AI assist; answers the team. An
-    /// OAuth token (`team:write`) may change everything but the name: a `name` from a token is
-    /// always `403 invalid_permission`.
+    /// Change the team's name, sender identity, brand kit or AI assist; answers the team. The
+    /// name needs a team admin (the admin's dashboard session beside the key); a key alone or
+    /// an OAuth token (`team:write`) changes everything but the name, and a `name` from either
+    /// is `403 invalid_permission`.
     #[oai(path = "/team", method = "patch", operation_id = "update-team")]
     async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<UpdateTeam>) -> ApiResult<Json<TeamView>> {
         let raw: Value = serde_json::from_slice(&body.1).unwrap_or_default();
@@ -236,6 +237,11 @@ impl TeamApi {
         };
         if body.ai_assist_enabled == Some(true) && state.ai.is_none() {
             return Err(ApiError::new(ErrorKind::ServiceUnavailable, "AI assist is not configured on this Herald; `ai_assist_enabled: false` always works.",
+            ));
+        }
+        if name.is_some() && caller.signed_in_admin.is_none() {
+            return Err(ApiError::invalid_permission(
+                "Renaming the team needs a team admin: send the request with an admin's dashboard session (its cookie and `x-csrf-token`) beside the key. A key alone changes the other fields.",
             ));
         }
         let change = ProfileChange {
