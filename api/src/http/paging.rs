@@ -25,6 +25,33 @@ pub fn page_request(limit: Option<i64>, after: Option<IdText>, before: Option<Id
     Ok(PageRequest { limit, cursor })
 }
 
+/// Pages a short list held whole (one bounded by a plan or by what it belongs to: a team's
+/// properties, a template's versions, an event's attempts), in its own order: `after` starts
+/// past that item, `before` ends short of it. A cursor that is not an item of this list is
+/// `422 invalid_parameter`.
+pub fn page_of<T>(items: Vec<T>, id: impl Fn(&T) -> uuid::Uuid, page: &PageRequest) -> ApiResult<schema::page::Page<T>> {
+    let limit = page.limit as usize;
+    let position = |name: &str, cursor: uuid::Uuid| {
+        items.iter().position(|item| id(item) == cursor).ok_or_else(|| ApiError::invalid_parameter(name, "is not an item of this list"))
+    };
+    let (start, end) = match page.cursor {
+        None => (0, items.len().min(limit)),
+        Some(Cursor::After(cursor)) => {
+            let start = position("after", cursor)? + 1;
+            (start, items.len().min(start + limit))
+        }
+        Some(Cursor::Before(cursor)) => {
+            let end = position("before", cursor)?;
+            (end.saturating_sub(limit), end)
+        }
+    };
+    let has_more = match page.cursor {
+        Some(Cursor::Before(_)) => start > 0,
+        _ => end < items.len(),
+    };
+    Ok(schema::page::Page { has_more, data: items.into_iter().skip(start).take(end - start).collect() })
+}
+
 /// A search text: trimmed, 1 to `MAX` characters; blank is `422 invalid_parameter`. (Control
 /// characters were refused at the edge.)
 pub fn search_text<const MAX: usize>(raw: Option<Search<MAX>>) -> ApiResult<Option<String>> {
@@ -95,6 +122,24 @@ mod tests {
     #[test]
     fn a_cursor_that_is_not_an_id_is_refused() {
         assert_eq!(page_request(None, Some(IdText("x".into())), None).unwrap_err().name, "invalid_parameter");
+    }
+
+    #[test]
+    fn a_list_held_whole_pages_in_its_own_order_and_refuses_a_cursor_from_another_list() {
+        let ids: Vec<uuid::Uuid> = (0..5).map(|_| schema::ids::new_id()).collect();
+        let page = |cursor| PageRequest { limit: 2, cursor };
+        let first = page_of(ids.clone(), |i| *i, &page(None)).unwrap();
+        assert_eq!((first.data.as_slice(), first.has_more), (&ids[0..2], true));
+        let next = page_of(ids.clone(), |i| *i, &page(Some(Cursor::After(ids[1])))).unwrap();
+        assert_eq!((next.data.as_slice(), next.has_more), (&ids[2..4], true));
+        let last = page_of(ids.clone(), |i| *i, &page(Some(Cursor::After(ids[3])))).unwrap();
+        assert_eq!((last.data.as_slice(), last.has_more), (&ids[4..5], false));
+        let back = page_of(ids.clone(), |i| *i, &page(Some(Cursor::Before(ids[4])))).unwrap();
+        assert_eq!((back.data.as_slice(), back.has_more), (&ids[2..4], true));
+        let front = page_of(ids.clone(), |i| *i, &page(Some(Cursor::Before(ids[1])))).unwrap();
+        assert_eq!((front.data.as_slice(), front.has_more), (&ids[0..1], false));
+        let foreign = page_of(ids, |i| *i, &page(Some(Cursor::After(schema::ids::new_id())))).unwrap_err();
+        assert_eq!((foreign.status.as_u16(), foreign.name), (422, "invalid_parameter"));
     }
 
     #[test]

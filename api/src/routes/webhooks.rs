@@ -2,7 +2,7 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::paging::page_request;
+use crate::http::paging::{page_of, page_request};
 use crate::http::fields::{Choice, IdText, Nullable};
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
@@ -159,7 +159,7 @@ pub struct AttemptView {
 pub struct AttemptList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every attempt is listed.
+    /// Whether more attempts follow this page.
     pub has_more: bool,
     /// The attempts, oldest first.
     pub data: Vec<AttemptView>,
@@ -287,10 +287,20 @@ impl WebhooksApi {
         caller: Data<&Caller>,
         webhook_id: Path<String>,
         event_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
     ) -> ApiResult<Json<AttemptList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let (_, event) = delivered(&state, &caller, &webhook_id.0, &event_id.0).await?;
-        let attempts = webhooks::attempts(&mut *state.pool.acquire().await?, event.delivery_id).await?;
+        let attempts = page_of(webhooks::attempts(&mut *state.pool.acquire().await?, event.delivery_id).await?, |a| a.id, &page)?;
+        let has_more = attempts.has_more;
         let data = attempts
+            .data
             .into_iter()
             .map(|a| AttemptView {
                 object: "webhook_attempt".into(),
@@ -303,7 +313,7 @@ impl WebhooksApi {
                 created_at: a.created_at,
             })
             .collect();
-        Ok(Json(AttemptList { object: "list".into(), has_more: false, data }))
+        Ok(Json(AttemptList { object: "list".into(), has_more, data }))
     }
 
     /// Deliver an event to an endpoint once more, now, with the same `hook-id` (one attempt, no

@@ -1,6 +1,8 @@
 //! Contact properties: a key and a type (`string`, `number`, `boolean`) with an optional
 //! fallback value, at most 100 per team. Keys and types are fixed once declared.
 
+use crate::http::fields::IdText;
+use crate::http::paging::{page_of, page_request};
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{Choice, Choices, Nullable, Scalar};
@@ -10,7 +12,7 @@ use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
-use poem_openapi::param::Path;
+use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
@@ -94,9 +96,9 @@ pub struct PropertyView {
 pub struct PropertyList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every property is listed.
+    /// Whether more properties follow this page.
     pub has_more: bool,
-    /// Every property, by key.
+    /// The properties, by key.
     pub data: Vec<PropertyView>,
 }
 
@@ -129,9 +131,22 @@ impl ContactPropertiesApi {
 
     /// List the team's properties by key.
     #[oai(path = "/contact-properties", method = "get", operation_id = "list-contact-properties")]
-    async fn list(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<PropertyList>> {
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<PropertyList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let all = contacts::properties(&mut *state.pool.acquire().await?, caller.team_id).await?;
-        Ok(Json(PropertyList { object: "list".into(), has_more: false, data: all.into_iter().map(view).collect() }))
+        let page = page_of(all, |p| p.id, &page)?;
+        Ok(Json(PropertyList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(view).collect() }))
     }
 
     /// Retrieve a property.

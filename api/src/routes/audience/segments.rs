@@ -3,7 +3,7 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::paging::page_request;
+use crate::http::paging::{page_of, page_request};
 use crate::routes::audience::refs::contact_key;
 use crate::routes::{Deleted, Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
@@ -196,15 +196,28 @@ impl SegmentsApi {
 
     /// The segments a contact belongs to now (by filter or explicitly), oldest first.
     #[oai(path = "/contacts/:contact/segments", method = "get", operation_id = "list-contact-segments")]
-    async fn contact_segments(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<SegmentList>> {
+    async fn contact_segments(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        contact: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<SegmentList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
         let contact = contacts::find(&mut conn, caller.team_id, &contact_key(&contact.0)?, false).await?;
         let contact = contact.ok_or_else(|| ApiError::not_found("Contact"))?;
         let all = segments::all(&mut conn, caller.team_id).await?;
         let memberships = segments::memberships(&mut conn, &all).await?;
         let held = segments::holding(&mut conn, contact.id, &memberships).await?;
-        let data = all.into_iter().filter(|s| held.contains(&s.id)).map(|s| view(s, false)).collect();
-        Ok(Json(SegmentList { object: "list".into(), has_more: false, data }))
+        let page = page_of(all.into_iter().filter(|s| held.contains(&s.id)).collect(), |s| s.id, &page)?;
+        Ok(Json(SegmentList { object: "list".into(), has_more: page.has_more, data: page.data.into_iter().map(|s| view(s, false)).collect() }))
     }
 }
 

@@ -3,7 +3,7 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::paging::page_request;
+use crate::http::paging::{page_of, page_request};
 use crate::http::fields::{Choice, Choices, IdText, Nullable};
 use crate::routes::audience::refs::{contact_key};
 use crate::routes::audience::consent::Origin;
@@ -125,7 +125,7 @@ pub struct ContactTopic {
 pub struct ContactTopicList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every live topic is listed.
+    /// Whether more topics follow this page.
     pub has_more: bool,
     /// Every live topic of the team, with the contact's subscription.
     pub data: Vec<ContactTopic>,
@@ -225,12 +225,26 @@ impl TopicsApi {
 
     /// A contact's effective subscription to every live topic.
     #[oai(path = "/contacts/:contact/topics", method = "get", operation_id = "list-contact-topics")]
-    async fn contact_topics(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactTopicList>> {
+    async fn contact_topics(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        contact: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<ContactTopicList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
         let contact = contacts::find(&mut conn, caller.team_id, &contact_key(&contact.0)?, false).await?;
         let contact = contact.ok_or_else(|| ApiError::not_found("Contact"))?;
-        let data = topics::choices(&mut conn, caller.team_id, contact.id)
-            .await?
+        let choices = page_of(topics::choices(&mut conn, caller.team_id, contact.id).await?, |c| c.topic.id, &page)?;
+        let data = choices
+            .data
             .into_iter()
             .map(|choice| ContactTopic {
                 id: choice.topic.id.to_string(),
@@ -239,7 +253,7 @@ impl TopicsApi {
                 description: choice.topic.description.into(),
             })
             .collect();
-        Ok(Json(ContactTopicList { object: "list".into(), has_more: false, data }))
+        Ok(Json(ContactTopicList { object: "list".into(), has_more: choices.has_more, data }))
     }
 
     /// Record a contact's topic choices (a bare array of `{ id, subscription }`); each change

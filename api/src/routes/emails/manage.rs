@@ -3,8 +3,8 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
-use crate::http::paging::date_range;
-use crate::http::fields::{InstantOrDate, Nullable};
+use crate::http::paging::{date_range, page_of, page_request};
+use crate::http::fields::{IdText, InstantOrDate, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;
@@ -132,12 +132,26 @@ impl EmailsApi {
 
     /// List an email's attachments (without their bytes).
     #[oai(path = "/emails/:email_id/attachments", method = "get", operation_id = "list-email-attachments")]
-    async fn attachments(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<AttachmentList>> {
+    async fn attachments(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<AttachmentList>> {
         let id = path_id(&email_id.0, "Email")?;
+        let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
-        let data = emails::attachments(&mut conn, id).await?.into_iter().map(|a| attachment_view(a, None)).collect();
-        Ok(Json(AttachmentList { object: "list".into(), has_more: false, data }))
+        let page = page_of(emails::attachments(&mut conn, id).await?, |a| a.id, &page)?;
+        let data = page.data.into_iter().map(|a| attachment_view(a, None)).collect();
+        Ok(Json(AttachmentList { object: "list".into(), has_more: page.has_more, data }))
     }
 
     /// Retrieve one attachment with its bytes (base64).
@@ -233,7 +247,7 @@ pub struct AttachmentView {
 pub struct AttachmentList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every attachment is listed.
+    /// Whether more attachments follow this page.
     pub has_more: bool,
     /// The attachments, in the order they were sent in.
     pub data: Vec<AttachmentView>,

@@ -4,7 +4,7 @@
 
 use crate::http::error::{ApiError, ApiResult};
 use crate::http::fields::{IdText, InstantOrDate, Nullable, Search};
-use crate::http::paging::{date_range, page_request, search_text};
+use crate::http::paging::{date_range, page_of, page_request, search_text};
 use crate::routes::{Deleted, Tag, path_id};
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
@@ -134,7 +134,7 @@ pub struct ReceivedAttachmentLink {
 pub struct ReceivedAttachmentList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every attachment is listed.
+    /// Whether more attachments follow this page.
     pub has_more: bool,
     /// The attachments, in message order.
     pub data: Vec<ReceivedAttachmentLink>,
@@ -221,14 +221,28 @@ impl ReceivedApi {
     /// List a received email's attachments, each with a download link valid 15 minutes (a
     /// refused part is listed with its size and no link).
     #[oai(path = "/emails/receiving/:email_id/attachments", method = "get", operation_id = "list-received-email-attachments")]
-    async fn attachments(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<ReceivedAttachmentList>> {
+    async fn attachments(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<ReceivedAttachmentList>> {
         let id = path_id(&email_id.0, "Received email")?;
+        let page = page_request(limit.0, after.0, before.0)?;
         let mut conn = state.pool.acquire().await?;
         received::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Received email"))?;
-        let parts = received::attachments(&mut conn, caller.team_id, &[id]).await?;
+        let parts = page_of(received::attachments(&mut conn, caller.team_id, &[id]).await?, |a| a.id, &page)?;
         let expires_at = Utc::now() + chrono::TimeDelta::seconds(DOWNLOAD_VALID_SECONDS);
         let public = state.config.public_url.trim_end_matches('/');
         let data = parts
+            .data
             .into_iter()
             .map(|a| {
                 let link = (!a.refused).then(|| {
@@ -238,7 +252,7 @@ impl ReceivedApi {
                 ReceivedAttachmentLink { object: "attachment".into(), part: part_view(a), expires_at: link.is_some().then_some(expires_at), download_url: link }
             })
             .collect();
-        Ok(Json(ReceivedAttachmentList { object: "list".into(), has_more: false, data }))
+        Ok(Json(ReceivedAttachmentList { object: "list".into(), has_more: parts.has_more, data }))
     }
 
     /// The raw source of a received email as `message/rfc822` (also for one that did not

@@ -1,11 +1,13 @@
 //! The grants a team has given to OAuth clients: listed and revoked with a full-access key.
 
+use crate::http::fields::IdText;
+use crate::http::paging::{page_of, page_request};
 use crate::http::error::{ApiError, ApiResult};
 use crate::routes::Tag;
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
-use poem_openapi::param::Path;
+use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::Object;
 use schema::store::oauth;
@@ -17,9 +19,23 @@ impl GrantsApi {
     /// The team's live grants (a `full_access` key only; an OAuth token is refused whatever its
     /// scopes).
     #[oai(path = "/oauth/grants", method = "get", operation_id = "list-oauth-grants")]
-    async fn grants(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<GrantList>> {
-        let grants = oauth::grants(&mut *state.pool.acquire().await?, caller.team_id).await?;
+    async fn grants(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<GrantList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let grants = page_of(oauth::grants(&mut *state.pool.acquire().await?, caller.team_id).await?, |g| g.id, &page)?;
+        let has_more = grants.has_more;
         let data = grants
+            .data
             .into_iter()
             .map(|g| GrantView {
                 object: "oauth_grant".into(),
@@ -33,7 +49,7 @@ impl GrantsApi {
                 updated_at: g.updated_at,
             })
             .collect();
-        Ok(Json(GrantList { object: "list".into(), data }))
+        Ok(Json(GrantList { object: "list".into(), has_more, data }))
     }
 
     /// Revoke a grant: every token under it stops working on its next request.
@@ -77,6 +93,8 @@ pub struct GrantView {
 pub struct GrantList {
     /// Always `list`.
     pub object: String,
+    /// Whether more grants follow this page.
+    pub has_more: bool,
     /// The grants, newest first.
     pub data: Vec<GrantView>,
 }

@@ -3,10 +3,11 @@
 //! signed in, with `POST /auth/invitations/accept`. Open invitations can be revoked; each one
 //! expires after 7 days.
 
+use crate::http::paging::{page_of, page_request};
 use crate::routes::people::invite::{Inviter, invite};
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{Choice, Nullable, Required};
+use crate::http::fields::{Choice, IdText, Nullable, Required};
 use crate::http::form::FormBody;
 use crate::routes::Tag;
 use crate::routes::people::session::{Role, SessionView};
@@ -15,7 +16,7 @@ use crate::routes::people::membership::admin_team;
 use crate::state::{AppState, SessionCaller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
-use poem_openapi::param::Path;
+use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Html, Json};
 use poem_openapi::{ApiResponse, Object};
 use schema::store::people::{self, Invitation};
@@ -73,6 +74,8 @@ pub struct InvitationView {
 pub struct InvitationList {
     /// Always `list`.
     pub object: String,
+    /// Whether more invitations follow this page.
+    pub has_more: bool,
     /// The invitations, newest first.
     pub data: Vec<InvitationView>,
 }
@@ -119,10 +122,22 @@ impl InvitationsApi {
 
     /// The invitations of the session's current team (admins only), newest first.
     #[oai(path = "/team/invitations", method = "get", operation_id = "list-invitations")]
-    async fn list(&self, state: Data<&AppState>, session: Data<&SessionCaller>) -> ApiResult<Json<InvitationList>> {
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        session: Data<&SessionCaller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<InvitationList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let team_id = admin_team(&session.0.session)?;
-        let invitations = people::invitations(&mut *state.pool.acquire().await?, team_id).await?;
-        Ok(Json(InvitationList { object: "list".into(), data: invitations.into_iter().map(view).collect() }))
+        let invitations = page_of(people::invitations(&mut *state.pool.acquire().await?, team_id).await?, |i| i.id, &page)?;
+        Ok(Json(InvitationList { object: "list".into(), has_more: invitations.has_more, data: invitations.data.into_iter().map(view).collect() }))
     }
 
     /// Revoke an open invitation (admins only): its link stops working. Revoking one that was

@@ -1,10 +1,11 @@
 //! Teams as people see them: the teams a signed-in person belongs to, creating one, and a
 //! team's members (read with a `full_access` key).
 
+use crate::http::paging::{page_of, page_request};
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{Choice, Required};
-use poem_openapi::param::Path;
+use crate::http::fields::{Choice, IdText, Required};
+use poem_openapi::param::{Path, Query};
 use crate::routes::Tag;
 use crate::routes::people::session::{Role, SessionView};
 use crate::state::{AppState, Caller, SessionCaller};
@@ -50,7 +51,9 @@ pub struct TeamMembership {
 pub struct TeamMembershipList {
     /// Always `list`.
     pub object: String,
-    /// Every team the person belongs to, in the order they joined.
+    /// Whether more teams follow this page.
+    pub has_more: bool,
+    /// The teams the person belongs to, in the order they joined.
     pub data: Vec<TeamMembership>,
 }
 
@@ -76,7 +79,9 @@ pub struct TeamMember {
 pub struct TeamMemberList {
     /// Always `list`.
     pub object: String,
-    /// Every member, in the order they joined.
+    /// Whether more members follow this page.
+    pub has_more: bool,
+    /// The members, in the order they joined.
     pub data: Vec<TeamMember>,
 }
 
@@ -109,10 +114,24 @@ pub enum CreateTeamResponse {
 impl TeamsApi {
     /// The teams the signed-in person belongs to, with their role in each.
     #[oai(path = "/teams", method = "get", operation_id = "list-teams")]
-    async fn list(&self, state: Data<&AppState>, session: Data<&SessionCaller>) -> ApiResult<Json<TeamMembershipList>> {
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        session: Data<&SessionCaller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<TeamMembershipList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
         let session = &session.0.session;
-        let teams = people::memberships(&mut *state.pool.acquire().await?, session.person_id).await?;
+        let teams = page_of(people::memberships(&mut *state.pool.acquire().await?, session.person_id).await?, |m| m.team_id, &page)?;
+        let has_more = teams.has_more;
         let data = teams
+            .data
             .into_iter()
             .map(|m| TeamMembership {
                 object: "team".into(),
@@ -123,7 +142,7 @@ impl TeamsApi {
                 joined_at: m.joined_at,
             })
             .collect();
-        Ok(Json(TeamMembershipList { object: "list".into(), data }))
+        Ok(Json(TeamMembershipList { object: "list".into(), has_more, data }))
     }
 
     /// Create a team with the signed-in person as its admin, and make it the session's current
@@ -204,9 +223,20 @@ impl MembersApi {
     /// The people of the team with their roles. Only a `full_access` key reaches it; no OAuth
     /// scope does.
     #[oai(path = "/team/members", method = "get", operation_id = "list-team-members")]
-    async fn members(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<TeamMemberList>> {
-        let members = people::members(&mut *state.pool.acquire().await?, caller.team_id).await?;
-        let data = members.into_iter().map(member_view).collect();
-        Ok(Json(TeamMemberList { object: "list".into(), data }))
+    async fn members(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<TeamMemberList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let members = page_of(people::members(&mut *state.pool.acquire().await?, caller.team_id).await?, |m| m.person_id, &page)?;
+        Ok(Json(TeamMemberList { object: "list".into(), has_more: members.has_more, data: members.data.into_iter().map(member_view).collect() }))
     }
 }
