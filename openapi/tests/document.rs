@@ -188,6 +188,7 @@ const ABSENT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("SentBatch", "errors"),
     ("Error", "errors"),
     ("Error", "code"),
+    ("Error", "claimable"),
     ("Error", "details"),
     ("ReceivedAttachmentLink", "download_url"),
     ("ReceivedAttachmentLink", "expires_at"),

@@ -68,3 +68,18 @@ async fn properties_a_contacts_topics_and_segments_and_the_teams_members_page_an
     assert_eq!(members.len(), 3);
     pages_through(&app, "/team/members", &members, &contact).await;
 }
+
+#[tokio::test]
+async fn the_starter_library_pages_by_slug() {
+    let app = TestApp::spawn_unthrottled().await;
+    let slugs = |answer: &Value| -> Vec<String> { answer["data"].as_array().unwrap().iter().map(|s| s["slug"].as_str().unwrap().to_string()).collect() };
+    let all = slugs(&app.get("/starters").await.body);
+    assert!(all.len() >= 3, "{all:?}");
+    let first = app.get("/starters?limit=2").await;
+    assert_eq!((slugs(&first.body), &first.body["has_more"]), (all[..2].to_vec(), &json!(true)), "{}", first.body);
+    let rest = app.get(&format!("/starters?after={}", all[1])).await;
+    assert_eq!((slugs(&rest.body), &rest.body["has_more"]), (all[2..].to_vec(), &json!(false)), "{}", rest.body);
+    let back = app.get(&format!("/starters?limit=1&before={}", all[1])).await;
+    assert_eq!((slugs(&back.body), &back.body["has_more"]), (all[..1].to_vec(), &json!(false)), "{}", back.body);
+    app.get("/starters?after=no-such-starter").await.assert_error(422, "invalid_parameter");
+}

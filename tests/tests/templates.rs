@@ -127,6 +127,11 @@ async fn publishing_and_updating_move_versions_and_a_published_version_never_cha
     let versions = app.get(&format!("/templates/{id}/versions")).await.body;
     let listed: Vec<(i64, &str)> = versions["data"].as_array().unwrap().iter().map(|v| (v["version"].as_i64().unwrap(), v["status"].as_str().unwrap())).collect();
     assert_eq!(listed, [(2, "draft"), (1, "published")]);
+    let first = app.get(&format!("/templates/{id}/versions?limit=1")).await.body;
+    assert_eq!((first["data"][0]["version"].as_i64(), first["has_more"].as_bool()), (Some(2), Some(true)), "{first}");
+    let next = app.get(&format!("/templates/{id}/versions?limit=1&after=2")).await.body;
+    assert_eq!((next["data"][0]["version"].as_i64(), next["has_more"].as_bool()), (Some(1), Some(false)), "{next}");
+    app.get(&format!("/templates/{id}/versions?after=9")).await.assert_error(422, "invalid_parameter");
     app.get(&format!("/templates/{id}/versions/3")).await.assert_error(404, "not_found");
 
     // A name or alias change is not a new version.

@@ -25,30 +25,60 @@ pub fn page_request(limit: Option<i64>, after: Option<IdText>, before: Option<Id
     Ok(PageRequest { limit, cursor })
 }
 
+/// Where a page of a list keyed by something other than an id (a version number, a slug, a
+/// URL) starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyCursor {
+    After(String),
+    Before(String),
+}
+
+/// `limit` and a keyed `after` or `before`, checked as [`page_request`] checks them.
+pub fn keyed_page_request(limit: Option<i64>, after: Option<String>, before: Option<String>) -> ApiResult<(i64, Option<KeyCursor>)> {
+    let ids = |key: &Option<String>| key.as_ref().map(|_| IdText(schema::ids::new_id().to_string()));
+    let checked = page_request(limit, ids(&after), ids(&before))?;
+    Ok((checked.limit, after.map(KeyCursor::After).or(before.map(KeyCursor::Before))))
+}
+
+/// As [`page_of`], for a list whose items are named by `key` (the cursor is a key).
+pub fn page_by_key<T>(items: Vec<T>, key: impl Fn(&T) -> String, page: &(i64, Option<KeyCursor>)) -> ApiResult<schema::page::Page<T>> {
+    let cursor = page.1.as_ref().map(|c| match c {
+        KeyCursor::After(k) => (true, k.clone()),
+        KeyCursor::Before(k) => (false, k.clone()),
+    });
+    page_in_order(items, key, page.0, cursor)
+}
+
 /// Pages a short list held whole (one bounded by a plan or by what it belongs to: a team's
 /// properties, a template's versions, an event's attempts), in its own order: `after` starts
 /// past that item, `before` ends short of it. A cursor that is not an item of this list is
 /// `422 invalid_parameter`.
 pub fn page_of<T>(items: Vec<T>, id: impl Fn(&T) -> uuid::Uuid, page: &PageRequest) -> ApiResult<schema::page::Page<T>> {
-    let limit = page.limit as usize;
-    let position = |name: &str, cursor: uuid::Uuid| {
-        items.iter().position(|item| id(item) == cursor).ok_or_else(|| ApiError::invalid_parameter(name, "is not an item of this list"))
+    let cursor = page.cursor.map(|c| match c {
+        Cursor::After(id) => (true, id),
+        Cursor::Before(id) => (false, id),
+    });
+    page_in_order(items, id, page.limit, cursor)
+}
+
+/// The page of `items` that starts past (`true`) or ends short of (`false`) the cursor's item.
+fn page_in_order<T, K: PartialEq>(items: Vec<T>, key: impl Fn(&T) -> K, limit: i64, cursor: Option<(bool, K)>) -> ApiResult<schema::page::Page<T>> {
+    let limit = limit as usize;
+    let position = |name: &str, cursor: &K| {
+        items.iter().position(|item| key(item) == *cursor).ok_or_else(|| ApiError::invalid_parameter(name, "is not an item of this list"))
     };
-    let (start, end) = match page.cursor {
+    let (start, end) = match &cursor {
         None => (0, items.len().min(limit)),
-        Some(Cursor::After(cursor)) => {
-            let start = position("after", cursor)? + 1;
+        Some((true, k)) => {
+            let start = position("after", k)? + 1;
             (start, items.len().min(start + limit))
         }
-        Some(Cursor::Before(cursor)) => {
-            let end = position("before", cursor)?;
+        Some((false, k)) => {
+            let end = position("before", k)?;
             (end.saturating_sub(limit), end)
         }
     };
-    let has_more = match page.cursor {
-        Some(Cursor::Before(_)) => start > 0,
-        _ => end < items.len(),
-    };
+    let has_more = if matches!(cursor, Some((false, _))) { start > 0 } else { end < items.len() };
     Ok(schema::page::Page { has_more, data: items.into_iter().skip(start).take(end - start).collect() })
 }
 
@@ -140,6 +170,18 @@ mod tests {
         assert_eq!((front.data.as_slice(), front.has_more), (&ids[0..1], false));
         let foreign = page_of(ids, |i| *i, &page(Some(Cursor::After(schema::ids::new_id())))).unwrap_err();
         assert_eq!((foreign.status.as_u16(), foreign.name), (422, "invalid_parameter"));
+    }
+
+    #[test]
+    fn a_keyed_list_pages_by_its_keys_and_checks_limit_and_cursors_as_every_list_does() {
+        let keys: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+        let page = keyed_page_request(Some(1), Some("a".into()), None).unwrap();
+        let next = page_by_key(keys.clone(), |k| k.clone(), &page).unwrap();
+        assert_eq!((next.data, next.has_more), (vec!["b".to_string()], true));
+        assert_eq!(keyed_page_request(Some(0), None, None).unwrap_err().name, "invalid_parameter");
+        assert_eq!(keyed_page_request(None, Some("a".into()), Some("b".into())).unwrap_err().name, "invalid_parameter");
+        let unknown = keyed_page_request(None, None, Some("z".into())).unwrap();
+        assert_eq!(page_by_key(keys, |k| k.clone(), &unknown).unwrap_err().name, "invalid_parameter");
     }
 
     #[test]

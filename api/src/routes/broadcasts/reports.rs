@@ -1,8 +1,8 @@
 //! What happened to a sent broadcast: its recipients with their outcome, and the links clicked.
 
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{Choice, Choices, IdText, Nullable};
-use crate::http::paging::page_request;
+use crate::http::fields::{Bounded, Choice, Choices, IdText, Nullable};
+use crate::http::paging::{keyed_page_request, page_by_key, page_request};
 use crate::routes::Tag;
 use crate::state::{AppState, Caller};
 use poem::web::Data;
@@ -61,15 +61,25 @@ impl BroadcastReportsApi {
     /// The links recipients clicked (click tracking on the sending domain), each with its
     /// clicks and unique clickers, most clicked first.
     #[oai(path = "/broadcasts/:broadcast_id/clicked-links", method = "get", operation_id = "list-broadcast-clicked-links")]
-    async fn clicked_links(&self, state: Data<&AppState>, caller: Data<&Caller>, broadcast_id: Path<String>) -> ApiResult<Json<BroadcastClickedLinks>> {
+    async fn clicked_links(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        broadcast_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after the one with this link, in the list's order.
+        after: Query<Option<Bounded<1, 2048>>>,
+        /// Return the items before the one with this link, in the list's order.
+        before: Query<Option<Bounded<1, 2048>>>,
+    ) -> ApiResult<Json<BroadcastClickedLinks>> {
+        let page = keyed_page_request(limit.0, after.0.map(|k| k.0), before.0.map(|k| k.0))?;
         let mut conn = state.pool.acquire().await?;
         let broadcast = found(&mut conn, caller.team_id, &broadcast_id.0, false).await?;
-        let data = schema::store::engagements::clicked_links(&mut conn, broadcast.id)
-            .await?
-            .into_iter()
-            .map(|l| BroadcastClickedLink { link: l.link, clicks: l.clicks, unique_clickers: l.unique_clickers })
-            .collect();
-        Ok(Json(BroadcastClickedLinks { object: "list".into(), data }))
+        let links = page_by_key(schema::store::engagements::clicked_links(&mut conn, broadcast.id).await?, |l| l.link.clone(), &page)?;
+        let data = links.data.into_iter().map(|l| BroadcastClickedLink { link: l.link, clicks: l.clicks, unique_clickers: l.unique_clickers }).collect();
+        Ok(Json(BroadcastClickedLinks { object: "list".into(), has_more: links.has_more, data }))
     }
 }
 
@@ -89,6 +99,8 @@ pub struct BroadcastClickedLink {
 pub struct BroadcastClickedLinks {
     /// Always `list`.
     pub object: String,
+    /// Whether more links follow this page.
+    pub has_more: bool,
     /// The clicked links, most clicked first.
     pub data: Vec<BroadcastClickedLink>,
 }

@@ -5,8 +5,8 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{Choice, Choices, IdText, Nullable, Required};
-use crate::http::paging::page_request;
+use crate::http::fields::{Bounded, Choice, Choices, IdText, Nullable, Required};
+use crate::http::paging::{keyed_page_request, page_by_key, page_request};
 use crate::routes::{Deleted, Tag, path_id};
 use crate::state::{AppState, Caller};
 use crate::routes::templates::content::{self, VariableType};
@@ -141,9 +141,9 @@ pub struct StarterView {
 pub struct StarterList {
     /// Always `list`.
     pub object: String,
-    /// Always false: the whole library is listed.
+    /// Whether more starters follow this page.
     pub has_more: bool,
-    /// Every starter in the library.
+    /// The starters of the library.
     pub data: Vec<StarterView>,
 }
 
@@ -226,9 +226,21 @@ impl SavedBlocksApi {
 
     /// The starter library: block documents to begin a template from.
     #[oai(path = "/starters", method = "get", operation_id = "list-starters")]
-    async fn starters(&self) -> ApiResult<Json<StarterList>> {
-        let data = render::starters::all()
-            .iter()
+    async fn starters(
+        &self,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after the one with this slug, in the list's order.
+        after: Query<Option<Bounded<1, 2048>>>,
+        /// Return the items before the one with this slug, in the list's order.
+        before: Query<Option<Bounded<1, 2048>>>,
+    ) -> ApiResult<Json<StarterList>> {
+        let page = keyed_page_request(limit.0, after.0.map(|k| k.0), before.0.map(|k| k.0))?;
+        let starters = page_by_key(render::starters::all().iter().collect(), |s| s.slug.to_string(), &page)?;
+        let data = starters
+            .data
+            .into_iter()
             .map(|s| StarterView {
                 object: "starter".into(),
                 slug: s.slug.into(),
@@ -243,7 +255,7 @@ impl SavedBlocksApi {
                 document: s.document.clone(),
             })
             .collect();
-        Ok(Json(StarterList { object: "list".into(), has_more: false, data }))
+        Ok(Json(StarterList { object: "list".into(), has_more: starters.has_more, data }))
     }
 }
 

@@ -5,8 +5,8 @@
 
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::{Choice, IdText, Nullable, Required, Search};
-use crate::http::paging::{page_request, search_text};
+use crate::http::fields::{Bounded, Choice, IdText, Nullable, Required, Search};
+use crate::http::paging::{keyed_page_request, page_by_key, page_request, search_text};
 use crate::routes::{Deleted, Tag, Updated};
 use crate::routes::emails::send_body::Addresses;
 use crate::state::{AppState, Caller};
@@ -299,11 +299,26 @@ impl TemplatesApi {
 
     /// Every version of a template, newest first.
     #[oai(path = "/templates/:template_id/versions", method = "get", operation_id = "list-template-versions")]
-    async fn versions(&self, state: Data<&AppState>, caller: Data<&Caller>, template_id: Path<String>) -> ApiResult<Json<VersionList>> {
+    async fn versions(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        template_id: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after the one with this version number, in the list's order.
+        after: Query<Option<Bounded<1, 2048>>>,
+        /// Return the items before the one with this version number, in the list's order.
+        before: Query<Option<Bounded<1, 2048>>>,
+    ) -> ApiResult<Json<VersionList>> {
+        let page = keyed_page_request(limit.0, after.0.map(|k| k.0), before.0.map(|k| k.0))?;
         let mut conn = state.pool.acquire().await?;
         let template = found(templates::find(&mut conn, caller.team_id, &Key::parse(&template_id.0), false).await?)?;
-        let versions = templates::versions(&mut conn, template.id).await?;
+        let versions = page_by_key(templates::versions(&mut conn, template.id).await?, |v| v.version.to_string(), &page)?;
+        let has_more = versions.has_more;
         let data = versions
+            .data
             .into_iter()
             .map(|v| VersionSummary {
                 object: "template_version".into(),
@@ -315,7 +330,7 @@ impl TemplatesApi {
                 updated_at: v.updated_at,
             })
             .collect();
-        Ok(Json(VersionList { object: "list".into(), has_more: false, data }))
+        Ok(Json(VersionList { object: "list".into(), has_more, data }))
     }
 
     /// One version of a template with its content.

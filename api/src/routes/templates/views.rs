@@ -158,9 +158,9 @@ pub struct VersionSummary {
 pub struct VersionList {
     /// Always `list`.
     pub object: String,
-    /// Always false: every version is listed.
+    /// Whether more versions follow this page.
     pub has_more: bool,
-    /// Every version, newest first.
+    /// The versions, newest first.
     pub data: Vec<VersionSummary>,
 }
 
