@@ -357,7 +357,7 @@ TOKENS = {
     "track-click": "unsigned_token", "track-open": "unsigned_token",
     "download-received-attachment": "download_token", "download-export": "export_token",
     "view-verify-email": "unsigned_token", "view-password-reset": "unsigned_token", "view-invitation": "unsigned_token",
-    "view-consent": "unsigned_token",
+    "view-consent": "unsigned_token", "view-verified-identity-link": "unsigned_token",
 }
 
 # Path parameters named like another resource's on some operations.
@@ -375,6 +375,7 @@ EXPECTED_ERRORS = {
     "view-verify-email": (404, "a mailed link's token is random and single-use; this one was never issued"),
     "view-password-reset": (404, "a mailed link's token is random and single-use; this one was never issued"),
     "view-invitation": (404, "an invitation's token is random and single-use; this one was never issued"),
+    "view-verified-identity-link": (404, "a verified identity's link token is random and single-use; this one was never issued"),
     "view-consent": (404, "a consent page's token comes from /oauth/authorize; this one was never issued"),
     "authorize": (400, "authorize names a registered client and redirect URI, which a call without parameters does not"),
 }

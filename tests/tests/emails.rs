@@ -209,7 +209,7 @@ async fn the_sandbox_delivers_only_to_the_simulator_and_the_teams_verified_domai
     answer.assert_error(403, "validation_error");
     assert_eq!(answer.body["details"]["recipient"], "jo@inbox.test");
     assert_eq!(answer.body["details"]["region"], "us-east-1");
-    assert_eq!(answer.body["details"]["allowed"], json!(["verified_domain", "simulator"]));
+    assert_eq!(answer.body["details"]["allowed"], json!(["verified_domain", "verified_identity", "simulator"]));
     assert_nothing_written(&mail).await;
     for to in ["delivered@simulator.herald.test", "me@acme.test", "me@eu.acme.test"] {
         assert_eq!(mail.app.post("/emails", with("to", json!(to))).await.status, 200);

@@ -203,6 +203,7 @@ async fn populate(app: &TestApp, team: &Team, domain: &str, receiver: &Receiver)
     // An API key besides the team's own, which the probe must not revoke.
     created(app, team, "/api-keys", json!({ "name": "probe target", "permission": "sending_access" })).await;
     created(app, team, "/team/invitations", json!({ "email": format!("invitee@{}.example", team.label), "role": "member" })).await;
+    created(app, team, "/team/identities", json!({ "email": format!("tester@{}.example", team.label) })).await;
     let topic = created(app, team, "/topics", json!({ "name": "News", "default_subscription": "opt_out" })).await;
     created(app, team, "/contact-properties", json!({ "key": "plan", "type": "string" })).await;
     let segment = created(app, team, "/segments", json!({ "name": "Readers" })).await;

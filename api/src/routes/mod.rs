@@ -158,6 +158,7 @@ apis!(
         ai::blocks::BlocksApi,
         ai::diagnosis::DiagnosisApi,
         migrations::exports::ExportsApi,
+        team::identities::IdentitiesApi,
         migrations::platforms::MigrationsApi,
     ],
 );

@@ -19,6 +19,7 @@ pub mod exports;
 pub mod engagements;
 pub mod events;
 pub mod idempotency;
+pub mod identities;
 pub mod imports;
 pub mod migrations;
 pub mod inbox;

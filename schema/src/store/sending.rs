@@ -14,6 +14,8 @@ pub struct SendContext {
     pub verified_domains: Vec<String>,
     pub domains: Vec<Domain>,
     pub suppressed: Vec<(String, String)>,
+    /// The recipients that are confirmed identities of the team.
+    pub identities: Vec<String>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -22,6 +24,7 @@ struct Row {
     verified_domains: Vec<String>,
     domains: Json<Vec<Domain>>,
     suppressed: Json<Vec<(String, String)>>,
+    identities: Vec<String>,
 }
 
 /// Reads the context of sends from `from_domains` to `recipients` (bare, lower-case); `None`
@@ -40,7 +43,9 @@ pub async fn context(
                                  WHERE r.domain_id = domains.id) AS record_statuses
                      FROM domains WHERE team_id = $1 AND name = ANY($2) AND status <> 'disabled') d) AS domains,
                 (SELECT COALESCE(json_agg(json_build_array(email, origin)), '[]')
-                 FROM suppressions WHERE team_id = $1 AND email = ANY($3)) AS suppressed
+                 FROM suppressions WHERE team_id = $1 AND email = ANY($3)) AS suppressed,
+                ARRAY(SELECT email FROM verified_identities
+                      WHERE team_id = $1 AND email = ANY($3) AND confirmed_at IS NOT NULL) AS identities
          FROM teams t WHERE t.id = $1",
         domains::COLUMNS
     )))
@@ -54,5 +59,6 @@ pub async fn context(
         verified_domains: row.verified_domains,
         domains: row.domains.0,
         suppressed: row.suppressed.0,
+        identities: row.identities,
     }))
 }

@@ -429,6 +429,8 @@ pub struct TeamFacts {
     pub verified_domains: Vec<String>,
     pub domains: HashMap<String, domains::Domain>,
     pub suppressed: HashMap<String, String>,
+    /// The recipients that are confirmed identities of the team (the sandbox delivers to them).
+    pub identities: Vec<String>,
     /// Whether this server runs as `development`, where the development sender works.
     pub development: bool,
 }
@@ -446,6 +448,7 @@ pub async fn team_facts(conn: &mut PgConnection, team_id: Uuid, sends: &[ParsedS
         verified_domains: context.verified_domains,
         domains: context.domains.into_iter().map(|d| (d.name.clone(), d)).collect(),
         suppressed: context.suppressed.into_iter().collect(),
+        identities: context.identities,
         development,
     })
 }
@@ -471,13 +474,16 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
     // The development sender's mail stays in the local outbox, so the sandbox has nothing to guard.
     if facts.sandbox_regions.contains(&region)
         && !domain.development
-        && let Some((_, _, refused)) = send.recipients.iter().find(|(_, _, mailbox)| !schema::email::sandbox_allows(mailbox, &facts.verified_domains))
+        && let Some((_, _, refused)) = send
+            .recipients
+            .iter()
+            .find(|(_, _, mailbox)| !schema::email::sandbox_allows(mailbox, &facts.verified_domains) && !facts.identities.contains(&mailbox.key()))
     {
         return Err(ApiError::not_allowed(format!(
-            "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator and to domains verified on the team, not {}.",
+            "The team's {region} region is in the sending sandbox: it delivers only to the mailbox simulator, to domains verified on the team and to identities confirmed with POST /team/identities, not {}.",
             refused.address()
         ))
-        .with_details(json!({ "recipient": refused.address(), "region": region, "allowed": ["verified_domain", "simulator"] })));
+        .with_details(json!({ "recipient": refused.address(), "region": region, "allowed": ["verified_domain", "verified_identity", "simulator"] })));
     }
     let mut attachments = Vec::with_capacity(send.attachments.len());
     for (i, pending) in send.attachments.into_iter().enumerate() {

@@ -2,4 +2,5 @@
 
 pub mod brand_assets;
 pub mod brand_kit;
+pub mod identities;
 pub mod profile;
