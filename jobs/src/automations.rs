@@ -247,7 +247,7 @@ impl Batch {
                 watched
             }
         };
-        SegmentWatch::of(tx, team_id, Some(contact_id), watched).await
+        SegmentWatch::of(tx, team_id, &[contact_id], watched).await
     }
 
     /// The template `key` names, when it is live (with `version: None` when it has no

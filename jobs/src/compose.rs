@@ -10,7 +10,7 @@ use schema::links::{self, Link};
 use schema::store::contacts;
 use schema::store::domains::Domain;
 use schema::store::emails::{NewEmail, NewRecipient};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use uuid::Uuid;
@@ -117,7 +117,7 @@ impl Composer {
             html,
             text,
             reply_to: self.reply_to.clone(),
-            headers: links.headers(),
+            headers: links.headers.clone(),
             tags: origin.tags,
             message_id: format!("{id}@{}", self.sender.domain_name),
             scheduled_at: None,
@@ -128,6 +128,7 @@ impl Composer {
             recipients: vec![NewRecipient { kind: "to", address: to.email, email: key, suppressed: origin.suppressed }],
             attachments: Vec::new(),
             inbox_channel_id: None,
+            unsubscribe_link: false,
         }
     }
 }
@@ -159,25 +160,16 @@ fn fallback_text(value: &Value) -> Option<String> {
 struct ContactLinks {
     unsubscribe_url: String,
     preferences_url: String,
-    /// `List-Unsubscribe`: the one-click URL and a mailto to the return-path host carrying the
-    /// same signed token in its subject (the inbound server reads it from the mail a mailbox
-    /// provider sends).
-    list_unsubscribe: String,
-}
-
-impl ContactLinks {
     /// The one-click unsubscribe headers of RFC 8058.
-    fn headers(&self) -> Value {
-        json!({ "List-Unsubscribe": self.list_unsubscribe, "List-Unsubscribe-Post": "List-Unsubscribe=One-Click" })
-    }
+    headers: Value,
 }
 
 /// The signed links of one contact (`topic_id`: the topic an unsubscribe leaves).
 fn contact_links(link_key: &[u8], public_url: &str, contact_id: Uuid, topic_id: Option<Uuid>, return_path: &str) -> ContactLinks {
     let public = public_url.trim_end_matches('/');
     let token = links::token(link_key, Link { contact_id, topic_id });
-    let unsubscribe_url = format!("{public}/unsubscribe/{token}");
+    let unsubscribe_url = links::unsubscribe_url(public, &token);
     let preferences_url = format!("{public}/preferences/{}", links::token(link_key, Link { contact_id, topic_id: None }));
-    let list_unsubscribe = format!("<{unsubscribe_url}>, <mailto:unsubscribe@{return_path}?subject=unsubscribe%20{token}>");
-    ContactLinks { unsubscribe_url, preferences_url, list_unsubscribe }
+    let headers = links::unsubscribe_headers(public, &token, return_path);
+    ContactLinks { unsubscribe_url, preferences_url, headers }
 }

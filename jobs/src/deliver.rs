@@ -1,4 +1,5 @@
-//! The `deliver` job: builds an email's MIME message once, DKIM-signs it with its domain's key
+//! The `deliver` job: builds an email's MIME message once (once per recipient for a send with
+//! `unsubscribe_link`, whose headers name each recipient), DKIM-signs it with its domain's key
 //! under selector `svc`, and submits one envelope per pending recipient. Before any SMTP the
 //! recipients are marked `sending` in a committed transaction; a run that finds recipients
 //! still `sending` knows an earlier run died mid-submission and never sends to them again
@@ -142,7 +143,7 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid
         });
     }
     let mut failure = None;
-    let mut signed: HashMap<uuid::Uuid, (Option<Vec<u8>>, Option<emails::SendingDomain>)> = HashMap::new();
+    let mut signed: HashMap<uuid::Uuid, (Option<Copies>, Option<emails::SendingDomain>)> = HashMap::new();
     for result in futures::future::join_all(signing).await {
         match result {
             Ok((email_id, message)) => {
@@ -177,8 +178,10 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid
         if !submitted.is_empty() {
             let mut tx = pool.begin().await?;
             for s in submitted.iter().filter(|s| !s.outbox.is_empty()) {
-                if let Some(bytes) = &s.bytes {
-                    schema::store::outbox::insert(&mut tx, s.email.team_id, s.email.id, &s.outbox, bytes).await?;
+                if let Some(copies) = &s.copies {
+                    let kept: Vec<(&str, &[u8])> =
+                        s.outbox.iter().filter_map(|(address, position)| Some((address.as_str(), copies.for_position(*position)?))).collect();
+                    schema::store::outbox::insert(&mut tx, s.email.team_id, s.email.id, &kept).await?;
                 }
             }
             record(&mut tx, &delivery.settings, submitted).await?;
@@ -188,14 +191,31 @@ pub async fn deliver(pool: &PgPool, delivery: &Delivery, email_ids: &[uuid::Uuid
     failure.map_or(Ok(()), Err)
 }
 
-/// The email's signed message, tracked when its domain says so; `None` once its domain is
+/// An email's signed message: one for all its recipients, or, for a send with
+/// `unsubscribe_link`, one per recipient whose `List-Unsubscribe` names that recipient.
+enum Copies {
+    Shared(Vec<u8>),
+    Own(HashMap<i16, Vec<u8>>),
+}
+
+impl Copies {
+    /// The message the recipient at `position` is sent.
+    fn for_position(&self, position: i16) -> Option<&[u8]> {
+        match self {
+            Copies::Shared(bytes) => Some(bytes),
+            Copies::Own(copies) => copies.get(&position).map(Vec::as_slice),
+        }
+    }
+}
+
+/// The email's signed message(s), tracked when its domain says so; `None` once its domain is
 /// deleted (its mail then fails).
 async fn sign(
     pool: &PgPool,
     delivery: &Delivery,
     material: &emails::DeliveryMaterial,
     attachments: Vec<emails::AttachmentContent>,
-) -> anyhow::Result<Option<Vec<u8>>> {
+) -> anyhow::Result<Option<Copies>> {
     let Some(domain) = &material.domain else { return Ok(None) };
     let signer = delivery.signer(domain.domain_id, &domain.domain_name, &domain.dkim_private_key)?;
     let mut email = material.email.clone();
@@ -203,24 +223,50 @@ async fn sign(
         let key = delivery.link_key(pool).await?;
         email.html = Some(tracked_html(html, email.id, domain, key, &delivery.settings.public_url));
     }
+    // Each recipient's own unsubscribe headers, when the send asked for them.
+    let mut variants: Vec<(Option<i16>, Email)> = Vec::new();
+    if email.unsubscribe_link {
+        let key = delivery.link_key(pool).await?;
+        let return_path = format!("{}.{}", domain.domain_return_path, domain.domain_name);
+        for recipient in material.recipients.iter().filter(|r| r.status != "suppressed") {
+            let token = schema::links::address_token(key, &schema::links::AddressLink { email_id: email.id, email: recipient.email.clone() });
+            let mut own = email.clone();
+            if let (Some(headers), Value::Object(added)) =
+                (own.headers.as_object_mut(), schema::links::unsubscribe_headers(&delivery.settings.public_url, &token, &return_path))
+            {
+                headers.extend(added);
+            }
+            variants.push((Some(recipient.position), own));
+        }
+    } else {
+        variants.push((None, email));
+    }
     // RSA signing is CPU work: off the async threads, so other deliveries' I/O goes on.
     let recipients = material.recipients.clone();
-    let bytes = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<u8>> {
-        let message = build_message(&email, &recipients, &attachments)?;
-        signer.sign(&message.formatted(), Utc::now().timestamp())
+    let copies = tokio::task::spawn_blocking(move || -> anyhow::Result<Copies> {
+        let now = Utc::now().timestamp();
+        let mut own = HashMap::new();
+        for (position, email) in variants {
+            let bytes = signer.sign(&build_message(&email, &recipients, &attachments)?.formatted(), now)?;
+            match position {
+                None => return Ok(Copies::Shared(bytes)),
+                Some(position) => own.insert(position, bytes),
+            };
+        }
+        Ok(Copies::Own(own))
     })
     .await??;
-    Ok(Some(bytes))
+    Ok(Some(copies))
 }
 
 /// One claimed email's submission results.
 struct Submitted {
     email: Email,
     domain: Option<emails::SendingDomain>,
-    bytes: Option<Vec<u8>>,
+    copies: Option<Copies>,
     results: Vec<(Recipient, Result<Outcome, Simulated>)>,
-    /// Addresses kept in the development outbox.
-    outbox: Vec<String>,
+    /// Addresses kept in the development outbox, with their positions.
+    outbox: Vec<(String, i16)>,
 }
 
 /// Submits a claimed email to its recipients, one after another. Recipients an earlier run
@@ -229,7 +275,7 @@ async fn submit(
     delivery: &Delivery,
     link_key: &[u8],
     claimed: emails::Claimed,
-    bytes: Option<Vec<u8>>,
+    copies: Option<Copies>,
     domain: Option<emails::SendingDomain>,
 ) -> anyhow::Result<Submitted> {
     let email_id = claimed.email.id;
@@ -240,7 +286,7 @@ async fn submit(
         .collect();
     let mut outbox = Vec::new();
     for recipient in claimed.to_send {
-        let (Some(domain), Some(bytes)) = (&domain, &bytes) else {
+        let (Some(domain), Some(bytes)) = (&domain, copies.as_ref().and_then(|c| c.for_position(recipient.position))) else {
             let response = "the sending domain was deleted".to_string();
             results.push((recipient, Ok(Outcome::Refused { reason: "domain_deleted", response })));
             continue;
@@ -251,7 +297,7 @@ async fn submit(
             continue;
         }
         if domain.development {
-            outbox.push(recipient.address.clone());
+            outbox.push((recipient.address.clone(), recipient.position));
             let response = "250 2.0.0 kept in the development outbox".to_string();
             results.push((recipient, Ok(Outcome::Accepted { response, final_hop: true })));
             continue;
@@ -263,7 +309,7 @@ async fn submit(
         let outcome = delivery.mailer.send(&envelope).await;
         results.push((recipient, Ok(outcome)));
     }
-    Ok(Submitted { email: claimed.email, domain, bytes, results, outbox })
+    Ok(Submitted { email: claimed.email, domain, copies, results, outbox })
 }
 
 /// The HTML body of tracked mail: with click tracking each http(s) link (except Herald's own
@@ -500,14 +546,7 @@ async fn record(conn: &mut PgConnection, settings: &DeliverySettings, submitted:
     }
     emails::record_outcomes(conn, &outcomes).await?;
     let added = suppressions::add(conn, &suppress).await?;
-    for (suppression, _) in added.iter().filter(|(_, added)| *added) {
-        new_events.push(NewEvent {
-            team_id: suppression.team_id,
-            event_type: "suppression.added",
-            data: suppression.event_data(),
-            email_id: None,
-        });
-    }
+    new_events.extend(suppressions::added_events(&added));
     events::emit(conn, &new_events).await?;
     for (email_id, wait) in retries {
         schema::jobs::enqueue_after(conn, &Deliver { email_id }, wait).await?;

@@ -1,13 +1,15 @@
 //! The contact import job: reads the uploaded CSV and writes contacts in batches of
 //! [`BATCH_ROWS`], each batch and the import's progress in one transaction, so a worker that
 //! dies mid-import leaves a job that resumes after the last committed batch. No per-contact
-//! events are emitted.
+//! events are emitted; contacts a batch brings into a segment an enabled automation watches
+//! start its `svc:segment.entered` runs in the batch's transaction (two set-based reads).
 
 use anyhow::Context;
 use apalis::prelude::{Attempt, BoxDynError, Data};
 use apalis_postgres::PgTaskId;
 use schema::import::{self, Fields, Positions};
 use schema::jobs::ImportContacts;
+use schema::store::automations::{self, SegmentWatch};
 use schema::store::contacts;
 use schema::store::imports::{self, Import, Progress, Row};
 use schema::store::segments;
@@ -166,6 +168,9 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
     let (created, conflicts): (Vec<Row>, Vec<Row>) = candidates.into_iter().partition(|r| inserted.contains(&r.id));
     progress.created += created.len() as i64;
 
+    // `svc:segment.entered`: which watched segments held the existing contacts before.
+    let watched = automations::watched_segments(&mut tx, import.team_id).await?;
+    let mut watch = None;
     let mut updates = Vec::new();
     let mut unsubscribes: Vec<(Uuid, String)> = created.iter().filter(|r| r.unsubscribed).map(|r| (r.id, r.email.clone())).collect();
     if upsert && !conflicts.is_empty() {
@@ -186,6 +191,8 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
             updates.push(row);
         }
         progress.updated += updates.len() as i64;
+        let updated: Vec<Uuid> = updates.iter().map(|r| r.id).collect();
+        watch = SegmentWatch::of(&mut tx, import.team_id, &updated, watched.clone()).await?;
         imports::update_contacts(&mut tx, &updates).await?;
     } else {
         progress.skipped += conflicts.len() as i64;
@@ -196,6 +203,13 @@ async fn write_batch(pool: &PgPool, import: &Import, topics: &[(Uuid, String)], 
     imports::choose_topics(&mut tx, import.team_id, &touched, topics).await?;
     let ids: Vec<Uuid> = touched.iter().map(|(id, _)| *id).collect();
     segments::add_members(&mut tx, &import.segment_ids, &ids).await?;
+    let watch = match watch {
+        Some(watch) => Some(watch),
+        None => SegmentWatch::of(&mut tx, import.team_id, &[], watched).await?,
+    };
+    if let Some(watch) = watch {
+        watch.enrol_entered_by(&mut tx, &ids).await?;
+    }
     progress.failures.sort_by_key(|f| f["row"].as_i64());
     imports::record_progress(&mut tx, import.id, &progress).await?;
     tx.commit().await?;

@@ -208,17 +208,7 @@ async fn add(conn: &mut PgConnection, team_id: uuid::Uuid, emails: Vec<String>) 
     let new: Vec<NewSuppression> =
         emails.iter().map(|email| NewSuppression { team_id, email: email.clone(), origin: "manual", source_id: None }).collect();
     let rows = suppressions::add(conn, &new).await?;
-    let added: Vec<NewEvent> = rows
-        .iter()
-        .filter(|(_, added)| *added)
-        .map(|(row, _)| NewEvent {
-            team_id,
-            event_type: "suppression.added",
-            data: row.event_data(),
-            email_id: None,
-        })
-        .collect();
-    events::emit(conn, &added).await?;
+    events::emit(conn, &suppressions::added_events(&rows)).await?;
     Ok(emails
         .iter()
         .filter_map(|email| rows.iter().find(|(row, _)| &row.email == email))

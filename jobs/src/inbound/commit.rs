@@ -16,7 +16,7 @@
 use super::{reports, unsubscribe};
 use chrono::{DateTime, Utc};
 use schema::inbox::Facts;
-use schema::links::Link;
+use schema::links::Unsubscribe;
 use schema::store::conversations::{self, NewConversation};
 use schema::store::inbox;
 use schema::store::inbox_messages::{self, NewMessage};
@@ -47,7 +47,7 @@ pub struct Pending {
     /// A record per team: its team, the addresses it was accepted for, why it is dropped.
     pub records: Vec<(Uuid, Vec<String>, Option<Dropped>)>,
     pub reports: Vec<(reports::Target, reports::Report)>,
-    pub unsubscribes: Vec<(Uuid, Link)>,
+    pub unsubscribes: Vec<(Uuid, Unsubscribe)>,
     /// The Message-IDs it answers, for threading it into an Inbox conversation.
     pub thread_ids: Vec<String>,
     pub now: DateTime<Utc>,
@@ -150,7 +150,7 @@ async fn write_now(pool: &PgPool, messages: &[&Pending]) -> anyhow::Result<()> {
 /// One message's records, unsubscribes and reports, and its `email.received` events.
 async fn record(conn: &mut PgConnection, pending: &Pending, new_events: &mut Vec<NewEvent>, tally: &mut received::Tally) -> anyhow::Result<()> {
     for (team_id, link) in &pending.unsubscribes {
-        unsubscribe::apply(conn, *team_id, *link).await?;
+        unsubscribe::apply(conn, *team_id, link).await?;
     }
     let envelope = &pending.envelope;
     let mut next_id = Some(pending.first_id);

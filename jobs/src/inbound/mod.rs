@@ -503,7 +503,7 @@ impl Session {
                     }
                 }
                 Target::Unsubscribe { team_id, address } => {
-                    let link = envelope.subject.split_whitespace().find_map(|word| schema::links::verify(&self.shared.link_key, word));
+                    let link = envelope.subject.split_whitespace().find_map(|word| schema::links::verify_unsubscribe(&self.shared.link_key, word));
                     match link.filter(|_| virus.is_none()) {
                         Some(link) => unsubscribes.push((*team_id, link)),
                         None => unreadable.push((*team_id, address.clone())),

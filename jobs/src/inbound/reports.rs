@@ -260,9 +260,7 @@ pub async fn apply(conn: &mut PgConnection, target: Target, report: &Report) -> 
         && !recipient.email.ends_with("@simulator.herald.test")
     {
         let added = suppressions::add(conn, &[NewSuppression { team_id: email.team_id, email: recipient.email.clone(), origin, source_id: Some(email.id) }]).await?;
-        for (suppression, _) in added.iter().filter(|(_, new)| *new) {
-            new_events.push(NewEvent { team_id: email.team_id, event_type: "suppression.added", data: suppression.event_data(), email_id: None });
-        }
+        new_events.extend(suppressions::added_events(&added));
     }
     events::emit(conn, &new_events).await?;
     Ok(true)

@@ -382,14 +382,15 @@ pub async fn watched_segments(conn: &mut PgConnection, team_id: Uuid) -> sqlx::R
     .await
 }
 
-/// `svc:segment.entered` around a change to one contact: which watched segments held it
-/// before, so that [`SegmentWatch::enrol_entered`] can start runs for the ones it entered. Only
-/// the segments an enabled automation watches are evaluated, and none when no automation
-/// watches any (one indexed read).
+/// `svc:segment.entered` around a change to contacts: which watched segments held them
+/// before, so that [`SegmentWatch::enrol_entered`] can start runs for the ones they entered.
+/// Only the segments an enabled automation watches are evaluated, and none when no automation
+/// watches any (one indexed read). Before and after are one statement each, whatever the
+/// number of contacts.
 pub struct SegmentWatch {
     team_id: Uuid,
     memberships: Vec<super::segments::Membership>,
-    before: Vec<Uuid>,
+    before: std::collections::HashSet<(Uuid, Uuid)>,
 }
 
 impl SegmentWatch {
@@ -397,31 +398,55 @@ impl SegmentWatch {
     /// about to be created). `None` when nothing watches.
     pub async fn before(conn: &mut PgConnection, team_id: Uuid, contact_id: Option<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
         let watched = watched_segments(conn, team_id).await?;
-        Self::of(conn, team_id, contact_id, watched).await
+        Self::of(conn, team_id, contact_id.as_slice(), watched).await
     }
 
-    /// As [`SegmentWatch::before`], with the watched segments already read.
-    pub async fn of(conn: &mut PgConnection, team_id: Uuid, contact_id: Option<Uuid>, watched: Vec<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
+    /// As [`SegmentWatch::before`] for several contacts (those about to be created left out),
+    /// with the watched segments already read.
+    pub async fn of(conn: &mut PgConnection, team_id: Uuid, contact_ids: &[Uuid], watched: Vec<Uuid>) -> sqlx::Result<Option<SegmentWatch>> {
         if watched.is_empty() {
             return Ok(None);
         }
         let segments = super::segments::by_ids(conn, team_id, &watched).await?;
         let memberships = super::segments::memberships(conn, &segments).await?;
-        let before = match contact_id {
-            Some(id) => super::segments::holding(conn, id, &memberships).await?,
-            None => Vec::new(),
-        };
+        let before = super::segments::holding_many(conn, contact_ids, &memberships).await?.into_iter().collect();
         Ok(Some(SegmentWatch { team_id, memberships, before }))
     }
 
     /// After the change: starts runs for each watched segment the contact has entered.
     pub async fn enrol_entered(self, conn: &mut PgConnection, contact_id: Uuid) -> sqlx::Result<u64> {
-        let after = super::segments::holding(conn, contact_id, &self.memberships).await?;
-        let mut started = 0;
-        for segment_id in after.into_iter().filter(|s| !self.before.contains(s)) {
-            let data = serde_json::json!({ "contact_id": contact_id, "segment_id": segment_id });
-            started += enrol(conn, self.team_id, "svc:segment.entered", &[contact_id], &data, Some(segment_id), None).await?;
-        }
-        Ok(started)
+        self.enrol_entered_by(conn, &[contact_id]).await
     }
+
+    /// After the change: starts runs for each watched segment each contact has entered, in
+    /// one statement.
+    pub async fn enrol_entered_by(self, conn: &mut PgConnection, contact_ids: &[Uuid]) -> sqlx::Result<u64> {
+        let after = super::segments::holding_many(conn, contact_ids, &self.memberships).await?;
+        let entered: Vec<(Uuid, Uuid)> = after.into_iter().filter(|pair| !self.before.contains(pair)).collect();
+        enrol_entered_pairs(conn, self.team_id, &entered).await
+    }
+}
+
+/// Starts the `svc:segment.entered` runs of `(contact, segment)` entries, each with its
+/// `{ contact_id, segment_id }`, in one statement.
+async fn enrol_entered_pairs(conn: &mut PgConnection, team_id: Uuid, entered: &[(Uuid, Uuid)]) -> sqlx::Result<u64> {
+    if entered.is_empty() {
+        return Ok(0);
+    }
+    let contacts: Vec<Uuid> = entered.iter().map(|(contact, _)| *contact).collect();
+    let segments: Vec<Uuid> = entered.iter().map(|(_, segment)| *segment).collect();
+    let done = sqlx::query(
+        "INSERT INTO automation_runs (id, team_id, automation_id, version, contact_id, trigger_event, event_data)
+         SELECT herald_uuid_v7(), a.team_id, a.id, a.current_version, p.contact_id, a.trigger_event,
+                jsonb_build_object('contact_id', p.contact_id, 'segment_id', p.segment_id)
+         FROM unnest($2::uuid[], $3::uuid[]) AS p(contact_id, segment_id)
+         JOIN automations a ON a.team_id = $1 AND a.trigger_event = 'svc:segment.entered' AND a.status = 'enabled'
+                           AND a.deleted_at IS NULL AND a.trigger_segment_id = p.segment_id",
+    )
+    .bind(team_id)
+    .bind(&contacts)
+    .bind(&segments)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
 }

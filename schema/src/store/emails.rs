@@ -37,6 +37,8 @@ pub struct NewEmail {
     /// The Inbox channel the `inbox` send field named: its address is the Reply-To, and the
     /// answer opens a conversation linked to this email.
     pub inbox_channel_id: Option<Uuid>,
+    /// Each recipient's copy carries Herald's signed `List-Unsubscribe` for its own address.
+    pub unsubscribe_link: bool,
 }
 
 /// One recipient of a new email.
@@ -131,10 +133,10 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
     }
     query.push(
         "e AS (INSERT INTO emails (id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
-            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id)
+            reply_to, headers, tags, message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id, unsubscribe_link)
          SELECT id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text,
                 ARRAY(SELECT jsonb_array_elements_text(reply_to)), headers, tags, message_id, last_event, scheduled_at, size_bytes,
-                created_at, template_id, template_version, broadcast_id
+                created_at, template_id, template_version, broadcast_id, unsubscribe_link
          FROM unnest(",
     );
     query.push_bind(column(emails, |e| e.id)).push("::uuid[], ");
@@ -156,9 +158,11 @@ pub async fn insert_many(conn: &mut PgConnection, emails: &[NewEmail], count: Op
     query.push_bind(column(emails, |e| e.created_at)).push("::timestamptz[], ");
     query.push_bind(column(emails, |e| e.template.map(|(id, _)| id))).push("::uuid[], ");
     query.push_bind(column(emails, |e| e.template.map(|(_, version)| version))).push("::int4[], ");
-    query.push_bind(column(emails, |e| e.broadcast_id)).push(
-        "::uuid[]) AS u(id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to, headers, tags,
-                        message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id)",
+    query.push_bind(column(emails, |e| e.broadcast_id)).push("::uuid[], ");
+    query.push_bind(column(emails, |e| e.unsubscribe_link)).push(
+        "::bool[]) AS u(id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to, headers, tags,
+                        message_id, last_event, scheduled_at, size_bytes, created_at, template_id, template_version, broadcast_id,
+                        unsubscribe_link)",
     );
     // The recipients reference their email: the CTE's rows exist when the outer insert's
     // foreign keys are checked (at the end of the statement).
@@ -231,10 +235,13 @@ pub struct Email {
     pub created_at: DateTime<Utc>,
     pub template_id: Option<Uuid>,
     pub template_version: Option<i32>,
+    /// Each recipient's copy carries Herald's signed `List-Unsubscribe` for its own address.
+    pub unsubscribe_link: bool,
 }
 
 const EMAIL_COLUMNS: &str = "id, team_id, api_key_id, domain_id, from_header, from_email, subject, html, text, reply_to,
-    headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at, template_id, template_version";
+    headers, tags, message_id, last_event, scheduled_at, dispatched_at, failed_reason, size_bytes, created_at, template_id, template_version,
+    unsubscribe_link";
 
 const RECIPIENT_COLUMNS: &str = "email_id, position, kind, address, email, status, attempts, last_response";
 

@@ -20,17 +20,19 @@ pub struct OutboxMessage {
 }
 
 /// Keeps one signed message per recipient of an email.
-pub async fn insert(conn: &mut PgConnection, team_id: Uuid, email_id: Uuid, recipients: &[String], message: &[u8]) -> sqlx::Result<()> {
-    let ids: Vec<Uuid> = recipients.iter().map(|_| crate::ids::new_id()).collect();
+pub async fn insert(conn: &mut PgConnection, team_id: Uuid, email_id: Uuid, kept: &[(&str, &[u8])]) -> sqlx::Result<()> {
+    let ids: Vec<Uuid> = kept.iter().map(|_| crate::ids::new_id()).collect();
+    let recipients: Vec<&str> = kept.iter().map(|(recipient, _)| *recipient).collect();
+    let messages: Vec<&[u8]> = kept.iter().map(|(_, message)| *message).collect();
     sqlx::query(
         "INSERT INTO dev_outbox (id, team_id, email_id, recipient, message)
-         SELECT id, $1, $2, recipient, $5 FROM unnest($3::uuid[], $4::text[]) AS r(id, recipient)",
+         SELECT id, $1, $2, recipient, message FROM unnest($3::uuid[], $4::text[], $5::bytea[]) AS r(id, recipient, message)",
     )
     .bind(team_id)
     .bind(email_id)
     .bind(&ids)
-    .bind(recipients)
-    .bind(message)
+    .bind(&recipients)
+    .bind(&messages)
     .execute(conn)
     .await?;
     Ok(())

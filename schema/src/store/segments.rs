@@ -231,10 +231,16 @@ pub async fn count_members(conn: &mut PgConnection, team_id: Uuid, membership: &
 
 /// Which of these memberships hold the contact, in one statement.
 pub async fn holding(conn: &mut PgConnection, contact_id: Uuid, memberships: &[Membership]) -> sqlx::Result<Vec<Uuid>> {
-    if memberships.is_empty() {
+    Ok(holding_many(conn, &[contact_id], memberships).await?.into_iter().map(|(_, segment_id)| segment_id).collect())
+}
+
+/// Which of these memberships hold each of the contacts, as `(contact, segment)` pairs in
+/// contact order then the memberships' order, in one statement.
+pub async fn holding_many(conn: &mut PgConnection, contact_ids: &[Uuid], memberships: &[Membership]) -> sqlx::Result<Vec<(Uuid, Uuid)>> {
+    if memberships.is_empty() || contact_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut query = QueryBuilder::new("SELECT s.id FROM contacts c CROSS JOIN LATERAL (VALUES ");
+    let mut query = QueryBuilder::new("SELECT c.id, s.id FROM contacts c CROSS JOIN LATERAL (VALUES ");
     for (i, membership) in memberships.iter().enumerate() {
         if i > 0 {
             query.push(", ");
@@ -243,8 +249,8 @@ pub async fn holding(conn: &mut PgConnection, contact_id: Uuid, memberships: &[M
         membership.push_sql(&mut query);
         query.push(")");
     }
-    query.push(") AS s(id, position, member) WHERE c.id = ").push_bind(contact_id).push(" AND s.member ORDER BY s.position");
-    query.build_query_scalar().fetch_all(conn).await
+    query.push(") AS s(id, position, member) WHERE c.id = ANY(").push_bind(contact_ids).push(") AND s.member ORDER BY c.id, s.position");
+    query.build_query_as().fetch_all(conn).await
 }
 
 /// The team's live segments among `ids`.

@@ -1,6 +1,8 @@
 //! Suppressions: addresses a team will not send to, each with an origin.
 
+use crate::links::AddressLink;
 use crate::page::{Page, PageRequest};
+use crate::store::events::{self, NewEvent};
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, QueryBuilder};
 use uuid::Uuid;
@@ -27,6 +29,26 @@ impl Suppression {
             "created_at": self.created_at,
         })
     }
+}
+
+/// The `suppression.added` events of the rows [`add`] added (not of those already there).
+pub fn added_events(rows: &[(Suppression, bool)]) -> Vec<NewEvent> {
+    rows.iter()
+        .filter(|(_, added)| *added)
+        .map(|(row, _)| NewEvent { team_id: row.team_id, event_type: "suppression.added", data: row.event_data(), email_id: None })
+        .collect()
+}
+
+/// The one-click (or mailto) unsubscribe of a transactional send's `List-Unsubscribe`:
+/// suppresses the link's address for the email's team with origin `unsubscribe` (the email
+/// as its source) and emits `suppression.added` when it is new. `team_id`, when given, must be
+/// the email's team. `None` when the email is not found (deleted, or another team's).
+pub async fn unsubscribe_address(conn: &mut PgConnection, team_id: Option<Uuid>, link: &AddressLink) -> sqlx::Result<Option<Suppression>> {
+    let found: Option<Uuid> = sqlx::query_scalar("SELECT team_id FROM emails WHERE id = $1").bind(link.email_id).fetch_optional(&mut *conn).await?;
+    let Some(owner) = found.filter(|owner| team_id.is_none_or(|team| team == *owner)) else { return Ok(None) };
+    let rows = add(conn, &[NewSuppression { team_id: owner, email: link.email.clone(), origin: "unsubscribe", source_id: Some(link.email_id) }]).await?;
+    events::emit(conn, &added_events(&rows)).await?;
+    Ok(rows.into_iter().next().map(|(row, _)| row))
 }
 
 /// One address to suppress.

@@ -23,6 +23,33 @@ impl Usage {
     pub fn over_monthly(&self) -> bool {
         self.monthly_limit.is_some_and(|limit| self.this_month > limit as i64)
     }
+
+    /// Past either limit that applies now. Sends never take a team past a limit (an
+    /// acceptance over one is rolled back), so this holds only after a limit was lowered: a
+    /// plan moved down, an operator's grant, pay-as-you-go turned off.
+    pub fn over(&self) -> bool {
+        self.over_daily() || self.over_monthly()
+    }
+}
+
+/// A team's counts for the day and month (UTC) of `now` with the limits that apply now,
+/// without counting anything; `None` for an unknown team.
+pub async fn current(conn: &mut sqlx::PgConnection, team_id: Uuid, now: DateTime<Utc>) -> sqlx::Result<Option<Usage>> {
+    let day = now.date_naive();
+    let month = day.with_day(1).unwrap_or(day);
+    let row: Option<UsageRow> = sqlx::query_as(
+        "SELECT COALESCE((SELECT emails FROM send_usage WHERE team_id = $1 AND period_kind = 'day' AND period_start = $2), 0),
+                COALESCE((SELECT sum(emails) FROM send_usage
+                          WHERE team_id = $1 AND period_kind = 'day' AND period_start >= $3 AND period_start <= $2), 0)::int8,
+                l.daily_cap, l.monthly_limit
+         FROM team_limits l WHERE l.team_id = $1",
+    )
+    .bind(team_id)
+    .bind(day)
+    .bind(month)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.map(Usage::from))
 }
 
 /// A count to add to a team's counter for the day (UTC) of `now`.

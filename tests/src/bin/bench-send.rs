@@ -88,6 +88,7 @@ fn new_email(team_id: Uuid, domain_id: Uuid, domain: &str, n: u64) -> NewEmail {
         }],
         attachments: Vec::new(),
         inbox_channel_id: None,
+        unsubscribe_link: false,
     }
 }
 

@@ -15,6 +15,7 @@ use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
+use schema::store::automations::SegmentWatch;
 use schema::store::contacts::{self};
 use schema::store::topics::{self, NewTopic, Topic};
 use serde::Deserialize;
@@ -257,7 +258,8 @@ impl TopicsApi {
     }
 
     /// Record a contact's topic choices (a bare array of `{ id, subscription }`); each change
-    /// writes a consent record. Not a `contact.updated` event.
+    /// writes a consent record and starts the `svc:segment.entered` runs of the segments the
+    /// contact enters. Not a `contact.updated` event.
     #[oai(path = "/contacts/:contact/topics", method = "patch", operation_id = "update-contact-topics")]
     async fn update_contact_topics(
         &self,
@@ -269,7 +271,11 @@ impl TopicsApi {
         let key = contact_key(&contact.0)?;
         let mut tx = state.pool.begin().await?;
         let contact = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
+        let watch = SegmentWatch::before(&mut tx, caller.team_id, Some(contact.id)).await?;
         apply_choices(&mut tx, &contact, &body.0, "topics", &Origin::api(), OptOuts::Changeable).await?;
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, contact.id).await?;
+        }
         tx.commit().await?;
         Ok(Json(Updated { object: "contact".into(), id: contact.id.to_string() }))
     }

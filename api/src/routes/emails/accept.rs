@@ -38,6 +38,7 @@ pub struct ParsedSend {
     headers: BTreeMap<String, String>,
     tags: BTreeMap<String, String>,
     attachments: Vec<PendingAttachment>,
+    unsubscribe_link: bool,
 }
 
 #[derive(Debug)]
@@ -190,6 +191,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
             p.invalid(&format!("headers.{name}"), message);
         }
     }
+    let unsubscribe_link = body.unsubscribe_link.unwrap_or(false);
     let mut tags = BTreeMap::new();
     let tag_list = body.tags.unwrap_or_default();
     if tag_list.len() > rules::MAX_TAGS {
@@ -232,6 +234,7 @@ pub fn parse(body: SendEmail, index: Option<usize>, now: DateTime<Utc>) -> Resul
         tags,
         attachments,
         template: body.rendered_from,
+        unsubscribe_link,
     })
 }
 
@@ -537,6 +540,7 @@ pub async fn authorize(caller: &Caller, facts: &TeamFacts, send: ParsedSend, fet
             .collect(),
         attachments,
         inbox_channel_id: send.inbox_channel_id,
+        unsubscribe_link: send.unsubscribe_link,
     })
 }
 

@@ -70,12 +70,14 @@ impl EmailsApi {
         }))
     }
 
-    /// Retrieve an email with its recipients' delivery and its event timeline.
+    /// Retrieve an email with its recipients' delivery and its event timeline. While the team
+    /// is past a limit that was lowered, `403 email_above_quota`.
     #[oai(path = "/emails/:email_id", method = "get", operation_id = "get-email")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, email_id: Path<String>) -> ApiResult<Json<EmailView>> {
         let id = path_id(&email_id.0, "Email")?;
         let mut conn = state.pool.acquire().await?;
         let email = emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        content_readable(&mut conn, caller.team_id).await?;
         let recipients = emails::recipients(&mut conn, &[id]).await?;
         let timeline = emails::timeline(&mut conn, id).await?;
         let mut view = view(email, &recipients, true);
@@ -154,7 +156,8 @@ impl EmailsApi {
         Ok(Json(AttachmentList { object: "list".into(), has_more: page.has_more, data }))
     }
 
-    /// Retrieve one attachment with its bytes (base64).
+    /// Retrieve one attachment with its bytes (base64); `403 email_above_quota` while the team
+    /// is past a limit that was lowered.
     #[oai(path = "/emails/:email_id/attachments/:attachment_id", method = "get", operation_id = "get-email-attachment")]
     async fn attachment(
         &self,
@@ -167,8 +170,22 @@ impl EmailsApi {
         let attachment_id = path_id(&attachment_id.0, "Attachment")?;
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        content_readable(&mut conn, caller.team_id).await?;
         let found = emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
         Ok(Json(attachment_view(found.attachment, Some(base64::engine::general_purpose::STANDARD.encode(found.content)))))
+    }
+}
+
+/// `403 email_above_quota` while the team's sends are past a limit that applies now (after a
+/// limit was lowered): an email's content (its bodies, attachment bytes, a view link) waits
+/// until the day or month turns or the limit rises. Lists and metrics still answer.
+pub(super) async fn content_readable(conn: &mut sqlx::PgConnection, team_id: uuid::Uuid) -> ApiResult<()> {
+    match schema::store::usage::current(conn, team_id, Utc::now()).await? {
+        Some(usage) if usage.over() => Err(ApiError::new(
+            ErrorKind::EmailAboveQuota,
+            "The team has sent more than its plan now allows; email content is unavailable until the quota resets or the plan changes.",
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -104,6 +104,10 @@ pub struct SendEmail {
     /// send leaves them out, `subject`, `from` and `reply_to`. Not combinable with `html` or
     /// `text`.
     pub template: Option<TemplateIn>,
+    /// `true` gives each recipient's copy Herald's signed `List-Unsubscribe` (https and
+    /// mailto) and `List-Unsubscribe-Post` headers naming that recipient's address; its
+    /// one-click suppresses the address for the team (origin `unsubscribe`).
+    pub unsubscribe_link: Option<bool>,
     /// Reserved by the spec for a later release: a send carrying it answers
     /// `501 not_implemented` and nothing is written.
     #[oai(skip)]

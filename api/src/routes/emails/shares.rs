@@ -70,6 +70,7 @@ impl EmailSharesApi {
         let token = schema::secret::mint("");
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
+        super::manage::content_readable(&mut conn, caller.team_id).await?;
         let share = shares::create(&mut conn, id, &token.hash, Utc::now() + life).await?;
         Ok(Json(ShareView {
             object: "email_share".into(),

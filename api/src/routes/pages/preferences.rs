@@ -14,6 +14,8 @@ use poem::web::Data;
 use poem_openapi::param::Path;
 use schema::links::{self, Link};
 use schema::store::contacts::{self, Contact};
+use schema::store::automations::SegmentWatch;
+use schema::store::{emails, suppressions};
 use schema::store::topics::{self, Choice};
 use sqlx::PgConnection;
 
@@ -32,11 +34,13 @@ impl PreferencesApi {
     }
 
     /// Saves the preference form: a checked topic is `opt_in`, an unchecked one `opt_out`;
-    /// `unsubscribe_all` sets the global opt-out (unchecked clears it).
+    /// `unsubscribe_all` sets the global opt-out (unchecked clears it). Segments the contact
+    /// enters start their `svc:segment.entered` runs.
     #[oai(path = "/preferences/:token", method = "post", operation_id = "save-preferences")]
     async fn save(&self, state: Data<&AppState>, request: &Request, token: Path<String>, form: FormBody) -> ApiResult<PageResponse> {
         let mut tx = state.pool.begin().await?;
         let Some((contact, _)) = linked(&state, &mut tx, &token.0, true).await? else { return Ok(PageResponse::not_found()) };
+        let watch = SegmentWatch::before(&mut tx, contact.team_id, Some(contact.id)).await?;
         let origin = origin(request, "preference_page");
         let mut shown = shown_topics(&mut tx, &contact).await?;
         let checked: Vec<&str> = form.all("topic").collect();
@@ -58,6 +62,9 @@ impl PreferencesApi {
             consent(&mut tx, &contact, None, if unsubscribed { "unsubscribed" } else { "subscribed" }, &origin).await?;
         }
         let contact = Contact { unsubscribed, ..contact };
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, contact.id).await?;
+        }
         tx.commit().await?;
         Ok(preference_page(&contact, &shown, Some("Your preferences are saved.")))
     }
@@ -67,27 +74,37 @@ impl PreferencesApi {
     #[oai(path = "/unsubscribe/:token", method = "get", operation_id = "view-unsubscribe")]
     async fn confirm(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<PageResponse> {
         let mut conn = state.pool.acquire().await?;
+        if let Some(link) = links::verify_address(&state.link_key, &token.0) {
+            if emails::by_id(&mut conn, link.email_id).await?.is_none() {
+                return Ok(PageResponse::not_found());
+            }
+            return Ok(PageResponse::form_page("Unsubscribe", &confirm_body("emails from this sender", &link.email)));
+        }
         let Some((contact, link)) = linked(&state, &mut conn, &token.0, false).await? else { return Ok(PageResponse::not_found()) };
         let what = topic_name(&mut conn, &contact, link).await?.map_or("all emails".to_string(), |name| format!("“{}”", escape(&name)));
-        let body = format!(
-            "<main><h1>Unsubscribe</h1><p>Stop sending {what} to <strong>{}</strong>?</p>\
-             <form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
-             <button type=\"submit\">Unsubscribe</button></form></main>",
-            escape(&contact.email)
-        );
-        Ok(PageResponse::form_page("Unsubscribe", &body))
+        Ok(PageResponse::form_page("Unsubscribe", &confirm_body(&what, &contact.email)))
     }
 
     /// RFC 8058 one-click unsubscribe: a `POST` whose body is `List-Unsubscribe=One-Click`
-    /// unsubscribes the contact (from the link's topic only, for a topic's link).
+    /// unsubscribes the contact (from the link's topic only, for a topic's link); the link of
+    /// a transactional send's `unsubscribe_link` suppresses its address for the team (origin
+    /// `unsubscribe`).
     #[oai(path = "/unsubscribe/:token", method = "post", operation_id = "one-click-unsubscribe")]
     async fn unsubscribe(&self, state: Data<&AppState>, request: &Request, token: Path<String>, form: FormBody) -> ApiResult<PageResponse> {
-        let mut tx = state.pool.begin().await?;
-        let Some((contact, link)) = linked(&state, &mut tx, &token.0, true).await? else { return Ok(PageResponse::not_found()) };
         if form.first("List-Unsubscribe") != Some("One-Click") {
             let body = "<main><h1>Nothing changed</h1><p>This address takes a one-click unsubscribe request.</p></main>";
             return Ok(PageResponse::form_page("Nothing changed", body));
         }
+        let mut tx = state.pool.begin().await?;
+        if let Some(link) = links::verify_address(&state.link_key, &token.0) {
+            if suppressions::unsubscribe_address(&mut tx, None, &link).await?.is_none() {
+                return Ok(PageResponse::not_found());
+            }
+            tx.commit().await?;
+            return Ok(unsubscribed_page(&link.email, "any more emails from this sender"));
+        }
+        let Some((contact, link)) = linked(&state, &mut tx, &token.0, true).await? else { return Ok(PageResponse::not_found()) };
+        let watch = SegmentWatch::before(&mut tx, contact.team_id, Some(contact.id)).await?;
         let origin = origin(request, "one_click");
         let what = match topic_name(&mut tx, &contact, link).await? {
             Some(name) => {
@@ -105,10 +122,28 @@ impl PreferencesApi {
                 "any more emails".to_string()
             }
         };
+        if let Some(watch) = watch {
+            watch.enrol_entered(&mut tx, contact.id).await?;
+        }
         tx.commit().await?;
-        let body = format!("<main><h1>You are unsubscribed</h1><p class=\"notice\"><strong>{}</strong> will not receive {what}.</p></main>", escape(&contact.email));
-        Ok(PageResponse::form_page("Unsubscribed", &body))
+        Ok(unsubscribed_page(&contact.email, &what))
     }
+}
+
+/// The unsubscribe page's question (`what`: already escaped) and its one-click form.
+fn confirm_body(what: &str, email: &str) -> String {
+    format!(
+        "<main><h1>Unsubscribe</h1><p>Stop sending {what} to <strong>{}</strong>?</p>\
+         <form method=\"post\"><input type=\"hidden\" name=\"List-Unsubscribe\" value=\"One-Click\">\
+         <button type=\"submit\">Unsubscribe</button></form></main>",
+        escape(email)
+    )
+}
+
+/// The answer to an unsubscribe (`what`: already escaped).
+fn unsubscribed_page(email: &str, what: &str) -> PageResponse {
+    let body = format!("<main><h1>You are unsubscribed</h1><p class=\"notice\"><strong>{}</strong> will not receive {what}.</p></main>", escape(email));
+    PageResponse::form_page("Unsubscribed", &body)
 }
 
 /// The contact (locked for a change when `lock`) and link a token names; `None` for a bad

@@ -70,6 +70,7 @@ pub async fn send(conn: &mut PgConnection, config: &Config, to: &str, mail: &Acc
         recipients: vec![NewRecipient { kind: "to", address: to.to_string(), email: recipient.key(), suppressed: None }],
         attachments: Vec::new(),
         inbox_channel_id: None,
+        unsubscribe_link: false,
     };
     emails::insert_many(conn, std::slice::from_ref(&email), None).await?;
     schema::jobs::enqueue(conn, &Deliver { email_id: id }).await.map_err(anyhow::Error::from)?;
