@@ -378,6 +378,8 @@ EXPECTED_ERRORS = {
     "view-verified-identity-link": (404, "a verified identity's link token is random and single-use; this one was never issued"),
     "view-consent": (404, "a consent page's token comes from /oauth/authorize; this one was never issued"),
     "authorize": (400, "authorize names a registered client and redirect URI, which a call without parameters does not"),
+    "start-sso": (422, "single sign-on starts from an address whose domain a team's single sign-on covers; this call names none"),
+    "finish-sso": (403, "the callback takes a provider's answer to a sign-in this browser started; this call brings none"),
 }
 
 

@@ -31,6 +31,11 @@ EXCLUSIONS = [
         "a verified identity is an RFC 5322 mailbox: a rule of the address syntax",
     ),
     (
+        "ST202", r"^GET /auth/sso/start$", None, r"`email`|single sign-on covers",
+        "single sign-on starts from an RFC 5322 mailbox whose domain a team's single sign-on "
+        "covers: a rule of the address syntax and of what the teams hold",
+    ),
+    (
         "ST202", r"^POST /auth/password-reset$", "validation_error", r"`email`",
         "a reset is asked for an RFC 5322 mailbox: a rule of the address syntax",
     ),
@@ -42,7 +47,7 @@ EXCLUSIONS = [
         "ST202",
         r"^(GET /auth/session|POST /auth/(logout|verify-email/resend|invitations/accept|mfa/totp(/confirm|/disable)?)"
         r"|(GET|POST) /teams|POST /teams/\{team_id\}/switch|(PATCH|DELETE) /team/members/\{user_id\}"
-        r"|(GET|POST) /team/invitations|DELETE /team/invitations/\{invitation_id\})$",
+        r"|(GET|POST) /team/invitations|DELETE /team/invitations/\{invitation_id\}|(PUT|DELETE) /team/sso)$",
         "invalid_permission", r"session cookie",
         "the dashboard session's routes take its cookie and refuse the API key this run sends",
     ),

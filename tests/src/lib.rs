@@ -11,6 +11,7 @@ pub mod faults;
 pub mod https;
 pub mod inbox;
 pub mod mail;
+pub mod oidc;
 pub mod openai;
 pub mod platforms;
 pub mod postgres;

@@ -160,6 +160,8 @@ apis!(
         migrations::exports::ExportsApi,
         team::identities::IdentitiesApi,
         migrations::platforms::MigrationsApi,
+        team::sso::SsoApi,
+        people::sso::SsoSignInApi,
     ],
 );
 

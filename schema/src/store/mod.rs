@@ -40,6 +40,7 @@ pub mod segments;
 pub mod schedule;
 pub mod sending;
 pub mod shares;
+pub mod sso;
 pub mod stripe;
 pub mod suppressions;
 pub mod switches;

@@ -50,9 +50,23 @@ pub async fn authenticate(state: &AppState, email: &str, password: &str, mfa_cod
                 .with_details(serde_json::json!({ "mfa_required": true })));
         }
     }
+    enforce_sso(&mut tx, &person).await?;
     people::clear_failures(&mut tx, email).await?;
     tx.commit().await?;
     Ok(person)
+}
+
+/// A password sign-in for an address whose domain a team's single sign-on covers with
+/// `enforced` is `403 validation_error` pointing at `/auth/sso/start`, unless the person is an
+/// admin of that team: admins keep their password as the way back in when the provider fails.
+async fn enforce_sso(conn: &mut PgConnection, person: &people::Person) -> ApiResult<()> {
+    let domain = person.email.rsplit_once('@').map(|(_, domain)| domain).unwrap_or_default();
+    let Some(team_id) = schema::store::sso::enforced_team(conn, domain).await? else { return Ok(()) };
+    if people::role_in(conn, team_id, person.id).await?.as_deref() == Some("admin") {
+        return Ok(());
+    }
+    let start = format!("/auth/sso/start?email={}", percent_encoding::utf8_percent_encode(&person.email, percent_encoding::NON_ALPHANUMERIC));
+    Err(ApiError::not_allowed("This address signs in with its team's single sign-on, not a password.").with_details(serde_json::json!({ "sso_start": start })))
 }
 
 /// A person's name: 1 to 100 characters on one line, trimmed.

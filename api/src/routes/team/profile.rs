@@ -12,7 +12,9 @@ use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::Object;
 use schema::model::RiskState;
+use schema::store::sso::{self, Sso};
 use schema::store::teams::{self, ProfileChange, Team};
+use crate::routes::team::sso::{SsoView, sso_view};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use crate::routes::team::brand_kit::{checked_brand_kit, MAX_LINE, optional_line, one_line, BrandKit};
@@ -137,21 +139,6 @@ pub struct SendingView {
     pub next_daily_cap: Nullable<i32>,
 }
 
-/// Single sign-on, when configured (never a secret or a member list).
-#[derive(Object)]
-pub struct SsoView {
-    /// The single sign-on configuration's state.
-    pub status: String,
-    /// The identity provider's issuer.
-    pub issuer: String,
-    /// Herald's client id at the identity provider.
-    pub client_id: String,
-    /// Whether members must sign in with single sign-on.
-    pub enforced: bool,
-    /// The email domains the configuration covers.
-    pub domains: Vec<String>,
-}
-
 /// The team.
 #[derive(Object)]
 pub struct TeamView {
@@ -177,7 +164,7 @@ pub struct TeamView {
     pub brand_kit: BrandKit,
     /// The sending tier: what the team may do and what unlocks more.
     pub sending: SendingView,
-    /// `null` until single sign-on exists.
+    /// The team's single sign-on, or `null` when it has none.
     pub sso: Nullable<SsoView>,
 }
 
@@ -205,8 +192,10 @@ impl TeamApi {
     /// Retrieve the team: plan and limits, sending tier, sender identity and brand kit.
     #[oai(path = "/team", method = "get", operation_id = "get-team")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>) -> ApiResult<Json<TeamView>> {
-        let team = teams::get(&mut *state.pool.acquire().await?, caller.team_id).await?;
-        Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
+        let mut conn = state.pool.acquire().await?;
+        let team = teams::get(&mut conn, caller.team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+        let sso = sso::get(&mut conn, caller.team_id).await?;
+        Ok(Json(view(team, sso.as_ref())))
     }
 
     /// Change the team's name, sender identity, brand kit or AI assist; answers the team. The
@@ -255,8 +244,9 @@ impl TeamApi {
         if !teams::update_profile(&mut conn, caller.team_id, &change).await? {
             return Err(ApiError::not_found("Team"));
         }
-        let team = teams::get(&mut conn, caller.team_id).await?;
-        Ok(Json(view(team.ok_or_else(|| ApiError::not_found("Team"))?)))
+        let team = teams::get(&mut conn, caller.team_id).await?.ok_or_else(|| ApiError::not_found("Team"))?;
+        let sso = sso::get(&mut conn, caller.team_id).await?;
+        Ok(Json(view(team, sso.as_ref())))
     }
 }
 
@@ -275,7 +265,7 @@ fn checked_address(address: PostalAddressInput) -> ApiResult<PostalAddress> {
     })
 }
 
-fn view(team: Team) -> TeamView {
+fn view(team: Team, sso: Option<&Sso>) -> TeamView {
     let tier = team.sending_tier.clamp(0, 3);
     let postal_address = team.postal_address.and_then(|value| serde_json::from_value(value).ok());
     let brand_kit = serde_json::from_value(team.brand_kit).unwrap_or_default();
@@ -308,7 +298,7 @@ fn view(team: Team) -> TeamView {
             daily_cap: Nullable(team.tier_daily_cap),
             next_daily_cap: Nullable(team.next_tier_daily_cap),
         },
-        sso: Nullable(None),
+        sso: Nullable(sso.map(sso_view)),
     }
 }
 
