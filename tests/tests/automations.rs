@@ -186,7 +186,8 @@ async fn automations_are_read_listed_versioned_stopped_and_deleted() {
     assert!(runs.body["message"].as_str().unwrap().contains("bogus"));
     assert_eq!(app.get(&format!("/automations/{id}/runs?status=running,failed")).await.status, 200);
 
-    assert_eq!(app.post(&format!("/automations/{id}/stop"), json!({})).await.status, 200);
+    let stopped = app.post(&format!("/automations/{id}/stop"), json!({})).await;
+    assert_eq!((stopped.status, &stopped.body), (200, &json!({ "object": "automation", "id": id, "status": "disabled" })));
     let deleted = app.delete(&format!("/automations/{id}")).await;
     assert_eq!(deleted.body["deleted"], true);
     app.get(&format!("/automations/{id}")).await.assert_error(404, "not_found");

@@ -199,6 +199,7 @@ async fn a_send_fans_out_one_personalised_email_per_recipient_with_unsubscribe_h
     tests::clients::dkimpy_verify(&one.data, &mail::dkim_public_key(&mail.domain)).expect("the signature verifies");
     let recipients = app.get(&format!("/broadcasts/{id}/recipients?type=sent&limit=100")).await.body;
     assert_eq!((recipients["data"].as_array().unwrap().len(), recipients["has_more"].as_bool()), (100, Some(true)));
+    assert_eq!(recipients["data"][0]["id"], recipients["data"][0]["contact_id"], "a row's id is its paging cursor");
     let email_id: uuid::Uuid = sqlx::query_scalar("SELECT email_id FROM broadcast_recipients WHERE email = $1")
         .bind(format!("reader7@{RECIPIENT_DOMAIN}"))
         .fetch_one(&app.pool)

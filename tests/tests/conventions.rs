@@ -33,6 +33,18 @@ async fn an_unknown_route_is_a_json_404_not_found() {
 }
 
 #[tokio::test]
+async fn the_resend_routes_herald_reserves_answer_501_not_implemented_and_their_neighbours_404() {
+    let app = TestApp::spawn().await;
+    for path in ["/usage", "/inboxes", "/inboxes/support@acme.test/threads", "/api/v1/inboxes/x/labels/y"] {
+        app.get(path).await.assert_error(501, "not_implemented");
+    }
+    let created = Answer::from(app.request(Method::POST, "/inboxes").json(&json!({ "email": "a@b.test" })).send().await.unwrap()).await;
+    created.assert_error(501, "not_implemented");
+    app.get("/inboxesx").await.assert_error(404, "not_found");
+    app.get("/usages").await.assert_error(404, "not_found");
+}
+
+#[tokio::test]
 async fn a_known_path_with_a_wrong_method_is_a_json_405_method_not_allowed() {
     let app = TestApp::spawn().await;
     let answer = Answer::from(app.request(Method::PUT, "/api-keys").send().await.unwrap()).await;

@@ -85,6 +85,8 @@ async fn a_contacts_effective_subscription_is_its_choice_else_the_default_and_un
     };
     let topics = app.get(&format!("/contacts/{id}/topics")).await.body;
     assert_eq!(effective(&topics), [("News".into(), "opt_in".into()), ("Offers".into(), "opt_in".into())]);
+    let news_created = app.get(&format!("/topics/{news}")).await.body["created_at"].clone();
+    assert_eq!(topics["data"][0]["created_at"], news_created, "each item carries its topic's created_at, as the Resend SDKs read it");
 
     let patched = app.patch(&format!("/contacts/{id}/topics"), json!([{ "id": news, "subscription": "opt_out" }, { "id": offers, "subscription": "opt_in" }])).await;
     assert_eq!(patched.status, 200, "{}", patched.body);

@@ -500,7 +500,14 @@ fn routing_error(routing: Option<Routing>) -> ApiError {
 /// The answer to a request the table does not route: a 405 names the allowed methods in `Allow`
 /// (RFC 9110).
 fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> Response {
-    let mut response = routing_error(routing).as_response_with_id(request_id);
+    let error = match reserved(path) {
+        Some(name) if !matches!(routing, Some(Routing::WrongMethod)) => ApiError::new(
+            ErrorKind::NotImplemented,
+            format!("`{name}` is reserved for a later release of Herald (the Resend API serves it; Herald does not yet)."),
+        ),
+        _ => routing_error(routing),
+    };
+    let mut response = error.as_response_with_id(request_id);
     if matches!(routing, Some(Routing::WrongMethod)) {
         let allowed = operations::allowed_methods(path).iter().map(Method::as_str).collect::<Vec<_>>().join(", ");
         if let Ok(value) = HeaderValue::from_str(&allowed) {
@@ -508,6 +515,16 @@ fn routing_response(routing: Option<Routing>, path: &str, request_id: &str) -> R
         }
     }
     response
+}
+
+/// Resend API paths Herald reserves for a later release (document B: `501 not_implemented`
+/// rather than `404`): Resend's agent inboxes (Herald's shared support Inbox is `/inbox`) and
+/// its usage report (Herald's is `GET /billing`).
+const RESERVED_PATHS: &[&str] = &["/inboxes", "/usage"];
+
+/// The reserved path family a path falls in.
+fn reserved(path: &str) -> Option<&'static str> {
+    RESERVED_PATHS.iter().copied().find(|reserved| path == *reserved || path.strip_prefix(reserved).is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// Strips the `/api/v1` base and a trailing slash; returns the path and the query.

@@ -119,6 +119,8 @@ pub struct ContactTopic {
     /// The effective subscription: the contact's own choice, else the topic's default;
     /// `opt_out` for every topic while the contact is unsubscribed.
     pub subscription: Choice<Subscription>,
+    /// When the topic was created (as the Resend SDKs read it).
+    pub created_at: DateTime<Utc>,
 }
 
 /// A contact's topics.
@@ -252,6 +254,7 @@ impl TopicsApi {
                 subscription: if contact.unsubscribed { "opt_out" } else { choice.effective() }.into(),
                 name: choice.topic.name,
                 description: choice.topic.description.into(),
+                created_at: choice.topic.created_at,
             })
             .collect();
         Ok(Json(ContactTopicList { object: "list".into(), has_more: choices.has_more, data }))

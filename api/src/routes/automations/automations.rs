@@ -72,6 +72,17 @@ pub struct AutomationRef {
     pub id: String,
 }
 
+/// `{ object: "automation", id, status: "disabled" }`: a stopped automation.
+#[derive(Object)]
+pub struct Stopped {
+    /// Always `automation`.
+    pub object: String,
+    /// The automation's id.
+    pub id: String,
+    /// Always `disabled` once stopped.
+    pub status: Choice<AutomationStatus>,
+}
+
 #[derive(ApiResponse)]
 pub enum CreateResponse {
     /// Created (version 1).
@@ -283,12 +294,12 @@ impl AutomationsApi {
 
     /// Stop an automation: it is disabled and every running run is cancelled.
     #[oai(path = "/automations/:automation_id/stop", method = "post", operation_id = "stop-automation")]
-    async fn stop(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<Updated>> {
+    async fn stop(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<Stopped>> {
         let mut tx = state.pool.begin().await?;
         let automation = found(&mut tx, caller.team_id, &automation_id.0, true).await?;
         automations::stop(&mut tx, automation.id, false).await?;
         tx.commit().await?;
-        Ok(Json(Updated { object: "automation".into(), id: automation.id.to_string() }))
+        Ok(Json(Stopped { object: "automation".into(), id: automation.id.to_string(), status: Choice::new("disabled") }))
     }
 
     /// Delete an automation: running runs are cancelled, and it answers 404 from then on.

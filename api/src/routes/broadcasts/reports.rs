@@ -48,6 +48,7 @@ impl BroadcastReportsApi {
             .data
             .into_iter()
             .map(|r| BroadcastRecipient {
+                id: r.contact_id.to_string(),
                 contact_id: r.contact_id.to_string(),
                 email: r.email,
                 email_id: Nullable(r.email_id.map(|id| id.to_string())),
@@ -108,6 +109,9 @@ pub struct BroadcastClickedLinks {
 /// A contact a send resolved.
 #[derive(Object)]
 pub struct BroadcastRecipient {
+    /// The row's paging cursor (`after` / `before`): the contact's id, as the Resend SDKs read
+    /// an opaque `id`.
+    pub id: String,
     /// The contact's id.
     pub contact_id: String,
     /// The contact's address when the send resolved it.
