@@ -224,7 +224,8 @@ async fn a_run_branches_updates_the_contact_sends_with_event_data_and_reports_ev
     let order: Vec<(&str, &str)> = done["steps"].as_array().unwrap().iter().map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap())).collect();
     assert_eq!(order, [("start", "completed"), ("is_pro", "completed"), ("mark", "completed"), ("thank", "completed"), ("skip", "skipped")]);
     assert_eq!(done["steps"][1]["outcome"], json!({ "branch": "condition_met" }));
-    assert_eq!((done["version"].as_i64(), done["contact_id"].as_str(), done["trigger"].as_str()), (Some(1), Some(pro.as_str()), Some("order.placed")));
+    assert_eq!((done["version"].as_i64(), done["contact_id"].as_str(), done["trigger"]["event_name"].as_str()), (Some(1), Some(pro.as_str()), Some("order.placed")));
+    assert_eq!(done["trigger"]["payload"], json!({ "order": "A-17", "total": 42 }), "the trigger is an object, as the Resend SDKs read it");
     let email_id = done["steps"][3]["outcome"]["email_id"].as_str().unwrap().to_string();
 
     let updated = app.get(&format!("/contacts/{pro}")).await.body;

@@ -167,8 +167,8 @@ pub struct RunView {
     pub version: i32,
     /// The contact the run carries.
     pub contact_id: String,
-    /// The trigger's event name.
-    pub trigger: String,
+    /// What enrolled the contact.
+    pub trigger: RunTrigger,
     /// The recorded custom event; `null` for a built-in trigger.
     pub event_id: Nullable<String>,
     /// Why the run failed; `null` otherwise.
@@ -181,6 +181,16 @@ pub struct RunView {
     /// `condition_met` before `condition_not_met`). Absent in lists.
     #[oai(skip_serializing_if_is_none)]
     pub steps: Option<Vec<RunStepView>>,
+}
+
+/// What enrolled a run's contact (the shape the Resend SDKs read).
+#[derive(Object)]
+pub struct RunTrigger {
+    /// The trigger's event name: a custom event's, or a built-in `svc:` one.
+    pub event_name: String,
+    /// The event's data as the run received it: a custom event's payload, or what a built-in
+    /// trigger says (such as `{ contact_id, segment_id }` for `svc:segment.entered`).
+    pub payload: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// Where a run is at one step.
@@ -428,7 +438,7 @@ fn run_view(run: Run, steps: Option<Vec<RunStepView>>) -> RunView {
         status: Choice::new(run.status.as_str()),
         version: run.version,
         contact_id: run.contact_id.to_string(),
-        trigger: run.trigger_event,
+        trigger: RunTrigger { event_name: run.trigger_event, payload: run.event_data.as_object().map(|m| m.clone().into_iter().collect()).unwrap_or_default() },
         event_id: run.event_id.map(|id| id.to_string()).into(),
         error: run.error.into(),
         created_at: run.created_at,
