@@ -79,6 +79,8 @@ impl Source {
             ("LAST_NAME", Source::LastName),
             ("EMAIL", Source::Email),
             ("UNSUBSCRIBE_URL", Source::UnsubscribeUrl),
+            // What templates written for Resend carry: the same one-click link.
+            ("RESEND_UNSUBSCRIBE_URL", Source::UnsubscribeUrl),
             ("PREFERENCES_URL", Source::PreferencesUrl),
         ];
         Some(
@@ -217,6 +219,14 @@ mod tests {
         assert_eq!(tag("FIRST_NAME|there").fallback.as_deref(), Some("there"));
         assert_eq!(tag("first_name").source, Source::FirstName);
         assert_eq!(tag("LINK|https://example.com").fallback.as_deref(), Some("https://example.com"));
+    }
+
+    #[test]
+    fn resend_s_unsubscribe_tag_is_herald_s_unsubscribe_link() {
+        for written in ["RESEND_UNSUBSCRIBE_URL", "resend_unsubscribe_url", "UNSUBSCRIBE_URL"] {
+            assert_eq!(tag(written).source, Source::UnsubscribeUrl, "{written}");
+            assert_eq!(tag(written).source.key(), "UNSUBSCRIBE_URL");
+        }
     }
 
     #[test]
