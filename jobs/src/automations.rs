@@ -664,7 +664,8 @@ async fn update_contact(tx: &mut PgConnection, contact: &Contact, change: &Conta
     if let Some(watch) = watch {
         watch.enrol_entered(tx, contact.id).await?;
     }
-    batch.events.push(NewEvent { team_id: contact.team_id, event_type: "contact.updated", data: after.event_data(), email_id: None });
+    let data = segments::contact_event_data(tx, std::slice::from_ref(&after)).await?.remove(0);
+    batch.events.push(NewEvent { team_id: contact.team_id, event_type: "contact.updated", data, email_id: None });
     Ok(())
 }
 

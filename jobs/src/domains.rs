@@ -121,7 +121,7 @@ fn truncate(mut value: String, max: usize) -> String {
 }
 
 /// The `data` of a `domain.*` event: the domain's id, name, status, region, creation time and
-/// each record's kind, type and status.
+/// each record's name (as the Resend SDKs read it), kind, type and status.
 pub fn event_data(domain: &Domain, status: DomainStatus, records: &[(RecordKind, RecordStatus)]) -> Value {
     json!({
         "id": domain.id,
@@ -130,7 +130,8 @@ pub fn event_data(domain: &Domain, status: DomainStatus, records: &[(RecordKind,
         "region": domain.region.as_str(),
         "created_at": domain.created_at,
         "records": records.iter().map(|(kind, status)| json!({
-            "record": kind.as_str(),
+            "record": kind.sdk_name().as_str(),
+            "kind": kind.as_str(),
             "type": kind.record_type(),
             "status": status.as_str(),
         })).collect::<Vec<_>>(),

@@ -153,7 +153,31 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// A record's name as the Resend SDKs read it (`record`), beside Herald's `kind`.
+    RecordName {
+        /// The return-path (mail-from) record, which carries SPF.
+        Spf = "SPF",
+        /// The DKIM public key.
+        Dkim = "DKIM",
+        /// The receiving MX.
+        ReceivingMx = "Receiving MX",
+        /// The tracking CNAME.
+        Tracking = "Tracking",
+    }
+}
+
 impl RecordKind {
+    /// The record's name as the Resend SDKs read it.
+    pub fn sdk_name(self) -> RecordName {
+        match self {
+            RecordKind::Dkim => RecordName::Dkim,
+            RecordKind::MailFrom => RecordName::Spf,
+            RecordKind::Receiving => RecordName::ReceivingMx,
+            RecordKind::Tracking => RecordName::Tracking,
+        }
+    }
+
     pub const ALL: [RecordKind; 4] = [RecordKind::Dkim, RecordKind::MailFrom, RecordKind::Receiving, RecordKind::Tracking];
 
     /// The DNS type published.

@@ -75,6 +75,31 @@ pub fn verify_download(key: &[u8], token: &str, now: i64) -> Option<Uuid> {
     (expires.parse::<i64>().ok()? > now).then_some(attachment_id)
 }
 
+/// A download token for a sent email's attachment, valid until `expires` (unix seconds).
+pub fn sent_download_token(key: &[u8], attachment_id: Uuid, expires: i64) -> String {
+    encode(key, b"sent-download:", attachment_id, &expires.to_string())
+}
+
+/// The sent attachment a download token names, when its tag is right and it has not expired.
+pub fn verify_sent_download(key: &[u8], token: &str, now: i64) -> Option<Uuid> {
+    let (attachment_id, expires) = decode(key, b"sent-download:", token)?;
+    (expires.parse::<i64>().ok()? > now).then_some(attachment_id)
+}
+
+/// A download token for a received email's raw source, valid until `expires` (unix seconds).
+pub fn raw_token(key: &[u8], email_id: Uuid, team_id: Uuid, expires: i64) -> String {
+    encode(key, b"raw:", email_id, &format!("{expires}.{team_id}"))
+}
+
+/// The received email and team a raw-source token names, when its tag is right and it has not
+/// expired at `now`.
+pub fn verify_raw(key: &[u8], token: &str, now: i64) -> Option<(Uuid, Uuid)> {
+    let (email_id, text) = decode(key, b"raw:", token)?;
+    let (expires, team) = text.split_once('.')?;
+    (expires.parse::<i64>().ok()? > now).then_some(())?;
+    Some((email_id, Uuid::parse_str(team).ok()?))
+}
+
 /// A download token for an export, valid until `expires` (unix seconds).
 pub fn export_token(key: &[u8], export_id: Uuid, expires: i64) -> String {
     encode(key, b"export:", export_id, &expires.to_string())

@@ -240,6 +240,7 @@ def create_resources(client, raw, gen, from_domain):
     # With plain httpx: the rest.
     attachments = expect(raw.get(f"/emails/{ids['email_id']}/attachments"), 200, "list attachments")
     ids["attachment_id"] = attachments["data"][0]["id"]
+    ids["sent_download_token"] = attachments["data"][0]["download_url"].rstrip("/").rsplit("/", 1)[-1]
     share = expect(raw.post(f"/emails/{ids['email_id']}/share", json={}), 200, "share")
     ids["share_token"] = share["url"].rstrip("/").rsplit("/", 1)[-1]
 
@@ -324,8 +325,11 @@ def create_resources(client, raw, gen, from_domain):
         smtp.send_message(message)
     received = expect(raw.get("/emails/receiving", params={"search": f"received {run}"}), 200, "received")["data"]
     ids["received_email_id"] = received[0]["id"]
+    one = expect(raw.get(f"/emails/receiving/{ids['received_email_id']}"), 200, "received email")
+    ids["raw_token"] = one["raw"]["download_url"].rstrip("/").rsplit("/", 1)[-1]
     parts = expect(raw.get(f"/emails/receiving/{ids['received_email_id']}/attachments"), 200, "received attachments")["data"]
     ids["download_token"] = parts[0]["download_url"].rstrip("/").rsplit("/", 1)[-1]
+    ids["received_attachment_id"] = parts[0]["id"]
     # The message went to the Inbox channel at that address: a conversation.
     ids["channel_id"] = expect(raw.get("/inbox/channels"), 200, "inbox channels")["data"][0]["id"]
     ids["conversation_id"] = expect(raw.get("/inbox/conversations"), 200, "inbox conversations")["data"][0]["id"]
@@ -355,14 +359,17 @@ def create_resources(client, raw, gen, from_domain):
 TOKENS = {
     "view-preferences": "preferences_token", "view-shared-email": "share_token", "view-unsubscribe": "unsubscribe_token",
     "track-click": "unsigned_token", "track-open": "unsigned_token",
-    "download-received-attachment": "download_token", "download-export": "export_token",
+    "download-received-attachment": "download_token", "download-email-attachment": "sent_download_token",
+    "download-received-raw": "raw_token",
+    "download-export": "export_token",
     "view-verify-email": "unsigned_token", "view-password-reset": "unsigned_token", "view-invitation": "unsigned_token",
     "view-consent": "unsigned_token", "view-verified-identity-link": "unsigned_token",
 }
 
 # Path parameters named like another resource's on some operations.
 RENAMED = {"get-received-email": {"email_id": "received_email_id"}, "list-received-email-attachments": {"email_id": "received_email_id"},
-           "get-received-email-raw": {"email_id": "received_email_id"}}
+           "get-received-email-raw": {"email_id": "received_email_id"},
+           "get-received-email-attachment": {"email_id": "received_email_id", "attachment_id": "received_attachment_id"}}
 
 # Values of required query parameters.
 REQUIRED_QUERY = {"search-inbox": {"q": "received"}}
@@ -407,7 +414,7 @@ def free_form_models(spec, models):
             if model is not None:
                 model._herald_free_form = True
     for module in models.__dict__.values():
-        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0", "Config", "OutcomeType0", "SchemaType0", "Payload")):
+        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0", "Config", "OutcomeType0", "OutputType0", "Totals", "HeaderValuesType0", "SchemaType0", "Payload")):
             module._herald_free_form = True
 
 

@@ -3,37 +3,40 @@
 // Every SDK call that maps to a Herald route is made once (or more) and its answer is checked:
 // ids come back and match, names and values read back as written, statuses are the ones Herald
 // documents. One line per call: `ok <call>`, `FAIL <call>: <why>` (with the request the SDK sent
-// and Herald's answer), or `skip <call>` when a call it needs failed. Where the answer works but
-// differs from the SDK's declared types, a `diverge <call>: ...` line says how (these fail the
-// run only with HERALD_SDK_STRICT=1). Exit status 1 when anything failed, after running everything.
+// and Herald's answer), or `skip <call>` when a call it needs failed. Exit status 1 when anything
+// failed, after running everything.
+//
+// Where the answer works but differs from the SDK's declared types, the check names the
+// difference with a stable key (`<object>.<field>`, e.g. `email.tags`). The keys listed in the
+// table under "### Where answers differ from the Resend SDKs' types" in docs/decisions.md are
+// accepted differences: `diverge <call> [<key>]: ...`, which passes. Any other key is
+// `FAIL <call>: divergence [<key>] is not listed in docs/decisions.md: ...`, which fails the run
+// until the server matches the SDK or someone adds a row to that table.
 //
 // Environment:
 //   HERALD_BASE_URL      the server, e.g. http://127.0.0.1:18081
 //   HERALD_API_KEY       a full_access key of the team (rk_...)
 //   HERALD_FROM_DOMAIN   a domain verified on the team (mail is sent from sdk@<it>)
 //   HERALD_DOMAIN_ID     that domain's id
-//   HERALD_SDK_STRICT    optional; 1 makes divergences failures
+//   HERALD_SMTP_PORT     Herald's inbound SMTP server on 127.0.0.1 (receiving must be on for
+//                        HERALD_FROM_DOMAIN: the check sends a message to it and reads it back)
 //
 // The server must allow webhook endpoints on loopback (HERALD_WEBHOOK_ALLOW_PRIVATE=true): the
 // check receives and verifies real deliveries on 127.0.0.1.
 //
 // SDK calls left out because Herald has no route for them (yet):
-//   emails.receiving.*, emails.receiving.attachments.*   inbound mail (issue 18)
-//   broadcasts.*                                          broadcasts (issue 17)
-//   templates.*, emails.send({ template })                templates (issue 16)
-//   automations.*, events.*                               automations, custom events (issue 19)
 //   inboxes.* (agent, drafts, labels, threads)            support Inbox (later issue)
 //   oauthGrants.*                                         delegated access (issue 20)
 //   usage.get                                             GET /usage
 //   domains.claims.verify                                 POST /domains/{id}/claim/verify (Herald
 //                                                         checks a claim on POST /domains/{id}/verify)
-//   suppressions.batch.remove                             POST /suppressions/batch/remove
 // `audiences` is the same object as `segments` in this SDK (its calls go to /segments); the
 // legacy paths it still calls are the contacts calls with `audienceId`, checked below.
 
 import { randomBytes, createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { connect } from 'node:net';
 import { Resend } from 'resend';
 
 // --- settings ------------------------------------------------------------------------------------
@@ -51,7 +54,7 @@ const BASE_URL = env('HERALD_BASE_URL').replace(/\/+$/, '');
 const API_KEY = env('HERALD_API_KEY');
 const FROM_DOMAIN = env('HERALD_FROM_DOMAIN');
 const DOMAIN_ID = env('HERALD_DOMAIN_ID');
-const STRICT = process.env.HERALD_SDK_STRICT === '1';
+const SMTP_PORT = Number(env('HERALD_SMTP_PORT'));
 
 const RUN = randomBytes(4).toString('hex'); // makes names unique, so the check can run twice on one database
 const FROM = `SDK check <sdk@${FROM_DOMAIN}>`;
@@ -64,9 +67,24 @@ const resend = new Resend(API_KEY, { baseUrl: BASE_URL });
 
 // --- transport: remembers the last exchange (shown on failure), waits out 429s ---------------------
 
+// Herald builds its links (`download_url`) from HERALD_PUBLIC_URL, and a test server's public URL
+// may name another port than the one it listens on: a link to one of those paths on another
+// loopback origin is fetched from HERALD_BASE_URL instead, and a `note` line says so once.
+const LINK_PATHS = ['/received-attachments/', '/received-raw/'];
+let linkNoted = false;
+function reachable(url) {
+  const [link, base] = [new URL(String(url), BASE_URL), new URL(BASE_URL)];
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(link.hostname);
+  if (link.origin === base.origin || !loopback || !LINK_PATHS.some((p) => link.pathname.startsWith(p))) return String(url);
+  if (!linkNoted) console.log(`note: Herald's links name ${link.origin} (its public URL); fetched from ${base.origin} instead`);
+  linkNoted = true;
+  return `${base.origin}${link.pathname}${link.search}`;
+}
+
 let last = null;
 const realFetch = globalThis.fetch;
 globalThis.fetch = async (url, options = {}) => {
+  url = reachable(url);
   let response;
   for (let i = 0; i < 20; i++) {
     response = await realFetch(url, options);
@@ -136,15 +154,46 @@ function get(data, key) {
   return data[key];
 }
 
-function diverge(name, message) {
-  console.log(`diverge ${name}: ${message}`);
-  divergences.push(`${name}: ${message}`);
+/** The keys of the divergence table in docs/decisions.md: the differences decided on. */
+function listedDivergences() {
+  const heading = "### Where answers differ from the Resend SDKs' types";
+  const lines = readFileSync(new URL('../../docs/decisions.md', import.meta.url), 'utf8').split(/\r?\n/);
+  const start = lines.indexOf(heading);
+  if (start < 0) {
+    console.error(`resend_sdk.mjs: docs/decisions.md has no line \`${heading}\``);
+    process.exit(2);
+  }
+  const keys = new Set();
+  for (const line of lines.slice(start + 1)) {
+    if (line.startsWith('#')) break;
+    const row = /^\| `([^`]+)` \|/.exec(line);
+    if (row) keys.add(row[1]);
+  }
+  return keys;
 }
 
-/** Notes the fields the SDK's types declare that the answer lacks. */
-function sdkFields(name, data, fields) {
+const LISTED = listedDivergences();
+
+/** An answer that differs from the SDK's types: passes when `key` is in the table, else fails. */
+function diverge(key, call, message) {
+  if (LISTED.has(key)) {
+    console.log(`diverge ${call} [${key}]: ${message}`);
+    divergences.push(`${call} [${key}]: ${message}`);
+  } else {
+    console.log(`FAIL ${call}: divergence [${key}] is not listed in docs/decisions.md: ${message}`);
+    failures.push(`${call} [${key}] (unlisted divergence)`);
+  }
+}
+
+/** Notes the fields the SDK's types declare that the answer lacks (under one key). */
+function sdkFields(key, name, data, fields) {
   const missing = fields.filter((f) => !(data && typeof data === 'object' && f in data));
-  if (missing.length) diverge(name, `the SDK's type declares ${missing.join(', ')}; the answer lacks them`);
+  if (missing.length) diverge(key, name, `the SDK's type declares ${missing.join(', ')}; the answer lacks them`);
+}
+
+/** Notes a value outside the literals the SDK's type declares for it. */
+function sdkLiteral(key, name, value, literals, what) {
+  if (!literals.includes(value)) diverge(key, name, `${what} ${JSON.stringify(value)} is not one of the SDK's ${literals.join(', ')}`);
 }
 
 function inList(data, key, value, what) {
@@ -155,11 +204,11 @@ function inList(data, key, value, what) {
   return found;
 }
 
-/** Checks the list envelope every list answer shares. */
-function listing(name, data) {
+/** Checks the list envelope every list answer shares; `object` names the items (kebab-case). */
+function listing(name, data, object) {
   eq(get(data, 'object'), 'list', 'object');
   expect(Array.isArray(get(data, 'data')), '`data` is not a list');
-  if (!('has_more' in data)) diverge(name, "the answer has no `has_more` (the SDK's list types declare it)");
+  if (!('has_more' in data)) diverge(`${object}-list.has_more`, name, "the answer has no `has_more` (the SDK's list types declare it)");
 }
 
 /** Checks that a call answers an error with this status and name. */
@@ -179,6 +228,9 @@ function isoIn(minutes) {
 }
 
 const sameInstant = (a, b) => a != null && Math.abs(Date.parse(a) - Date.parse(b)) < 1000;
+
+/** An object with its keys in order, to compare maps whose order means nothing. */
+const sortedKeys = (object) => object && Object.fromEntries(Object.entries(object).sort(([a], [b]) => a.localeCompare(b)));
 
 /** Tags as a name-to-value map, from Resend's list of `{ name, value }` or Herald's map. */
 const tagMap = (tags) => (Array.isArray(tags) ? Object.fromEntries(tags.map((t) => [t.name, t.value])) : { ...(tags ?? {}) });
@@ -298,15 +350,15 @@ async function emails() {
     eq(get(email, 'text'), params.text, 'text');
     expect(['queued', 'sent', 'delivered'].includes(get(email, 'last_event')), `last_event is ${email.last_event}`);
     eq(tagMap(get(email, 'tags')), Object.fromEntries(tags.map((t) => [t.name, t.value])), 'tags');
-    if (!Array.isArray(email.tags)) diverge('emails.get', "`tags` is a name-to-value object; the SDK's type (and Resend) has a list of { name, value }");
+    if (!Array.isArray(email.tags)) diverge('email.tags', 'emails.get', "`tags` is a name-to-value object; the SDK's type (and Resend) has a list of { name, value }");
     const replyTo = get(email, 'reply_to');
     eq(Array.isArray(replyTo) ? replyTo : [replyTo], [params.replyTo], 'reply_to');
-    sdkFields('emails.get', email, ['message_id', 'created_at', 'scheduled_at']);
+    sdkFields('email.fields', 'emails.get', email, ['message_id', 'created_at', 'scheduled_at']);
   }, emailId);
 
   await step('emails.list', async () => {
     const data = ok(await resend.emails.list({ limit: 100 }));
-    listing('emails.list', data);
+    listing('emails.list', data, 'email');
     eq(inList(data, 'id', emailId, 'the sent email').subject, params.subject, 'subject in the list');
   }, emailId);
 
@@ -319,7 +371,7 @@ async function emails() {
 
   const attachmentId = await step('emails.attachments.list', async () => {
     const data = ok(await resend.emails.attachments.list({ emailId }));
-    listing('emails.attachments.list', data);
+    listing('emails.attachments.list', data, 'email-attachment');
     const found = inList(data, 'filename', 'hello.txt', 'the attachment');
     eq(found.size, TEXT_BYTES.length, 'size');
     return found.id;
@@ -331,7 +383,7 @@ async function emails() {
     eq(get(found, 'filename'), 'hello.txt', 'filename');
     expect(get(found, 'content_type').startsWith('text/plain'), `content_type is ${found.content_type}`);
     eq(Buffer.from(get(found, 'content'), 'base64').toString('hex'), TEXT_BYTES.toString('hex'), 'content');
-    sdkFields('emails.attachments.get', found, ['download_url', 'expires_at', 'content_disposition']);
+    sdkFields('email-attachment.download_url', 'emails.attachments.get', found, ['download_url', 'expires_at', 'content_disposition']);
   }, emailId, attachmentId);
 
   await step('emails.attachments.get (the Buffer attachment reads back the same bytes)', async () => {
@@ -345,7 +397,7 @@ async function emails() {
     const data = ok(await resend.emails.share(emailId, { expiresIn: '1h' }));
     expect(get(data, 'url').includes('/share/'), `url is ${data.url}`);
     if (data.id !== emailId) {
-      diverge('emails.share', `\`id\` is the share's id (${data.id}), the SDK's type says the email's; the email's is \`email_id\` (${data.email_id})`);
+      diverge('email-share.id', 'emails.share', `\`id\` is the share's id (${data.id}), the SDK's type says the email's; the email's is \`email_id\` (${data.email_id})`);
     }
     eq(data.email_id ?? data.id, emailId, 'the shared email');
   }, emailId);
@@ -355,7 +407,7 @@ async function emails() {
     const totals = data.totals ?? data;
     expect(Number.isInteger(totals.received) && totals.received >= 1, `received is ${totals.received}`);
     if (!('totals' in data)) {
-      diverge('emails.metrics', "counts are top-level (`object: email_metrics`); the SDK's type has `object: metrics`, `totals`, `metrics`, `dimensions`, `granularity`");
+      diverge('email-metrics.shape', 'emails.metrics', "counts are top-level (`object: email_metrics`); the SDK's type has `object: metrics`, `totals`, `metrics`, `dimensions`, `granularity`");
     }
   }, emailId);
 
@@ -434,7 +486,7 @@ async function domains() {
     expect(records.length && records.every((r) => fields.every((f) => f in r)), `records: ${clip(JSON.stringify(records))}`);
     expect(records.some((r) => r.record.toLowerCase() === 'dkim'), 'no DKIM record');
     expect(records.some((r) => r.name.startsWith('bounces')), 'the return path is not `bounces`');
-    sdkFields('domains.create', domain, ['capabilities', 'created_at']);
+    sdkFields('domain.fields', 'domains.create', domain, ['capabilities', 'created_at']);
     return get(domain, 'id');
   });
 
@@ -446,7 +498,7 @@ async function domains() {
 
   await step('domains.list', async () => {
     const data = ok(await resend.domains.list({ limit: 100 }));
-    listing('domains.list', data);
+    listing('domains.list', data, 'domain');
     inList(data, 'id', domainId, 'the new domain');
     inList(data, 'id', DOMAIN_ID, 'HERALD_DOMAIN_ID');
   }, domainId);
@@ -494,7 +546,7 @@ async function apiKeys() {
 
   await step('apiKeys.list', async () => {
     const data = ok(await resend.apiKeys.list({ limit: 100 }));
-    listing('apiKeys.list', data);
+    listing('apiKeys.list', data, 'api-key');
     const found = inList(data, 'id', created.id, 'the new key');
     eq(found.name, name, 'name');
     expect('created_at' in found && 'last_used_at' in found, 'no created_at or last_used_at');
@@ -530,7 +582,7 @@ async function contactProperties() {
 
   await step('contactProperties.list', async () => {
     const data = ok(await resend.contactProperties.list());
-    listing('contactProperties.list', data);
+    listing('contactProperties.list', data, 'contact-property');
     eq(inList(data, 'id', propertyId, 'the property').key, key, 'key');
   }, propertyId);
 
@@ -562,7 +614,7 @@ async function topics() {
 
   await step('topics.list', async () => {
     const data = ok(await resend.topics.list());
-    listing('topics.list', data);
+    listing('topics.list', data, 'topic');
     inList(data, 'id', topicId, 'the topic');
   }, topicId);
 
@@ -586,7 +638,7 @@ async function segments() {
   const name = `SDK segment ${RUN}`;
   const segmentId = await step('segments.create', async () => {
     const data = ok(await resend.segments.create({ name }));
-    sdkFields('segments.create', data, ['name']);
+    sdkFields('segment-create.name', 'segments.create', data, ['name']);
     return get(data, 'id');
   });
 
@@ -598,7 +650,7 @@ async function segments() {
 
   await step('segments.list', async () => {
     const data = ok(await resend.segments.list({ limit: 100 }));
-    listing('segments.list', data);
+    listing('segments.list', data, 'segment');
     inList(data, 'id', segmentId, 'the segment');
   }, segmentId);
 
@@ -640,7 +692,7 @@ async function contacts(propertyKey, topicId, segmentId) {
         eq(value.value, 'pro', `properties.${propertyKey}.value`);
       } else {
         eq(value, 'pro', `properties.${propertyKey}`);
-        diverge('contacts.get', "`properties` maps a key to its bare value; the SDK's type has { type, value } per key");
+        diverge('contact.properties', 'contacts.get', "`properties` maps a key to its bare value; the SDK's type has { type, value } per key");
       }
     }
   }, contactId);
@@ -661,13 +713,13 @@ async function contacts(propertyKey, topicId, segmentId) {
 
   await step('contacts.list', async () => {
     const data = ok(await resend.contacts.list({ limit: 100 }));
-    listing('contacts.list', data);
+    listing('contacts.list', data, 'contact');
     inList(data, 'id', contactId, 'the contact');
   }, contactId);
 
   await step('contacts.list (segmentId: GET /segments/{id}/contacts)', async () => {
     const data = ok(await resend.contacts.list({ segmentId, limit: 100 }));
-    listing('contacts.list(segmentId)', data);
+    listing('contacts.list(segmentId)', data, 'contact');
     inList(data, 'id', contactId, "the segment's contact");
   }, contactId, segmentId);
 
@@ -677,7 +729,7 @@ async function contacts(propertyKey, topicId, segmentId) {
   await step('contacts.remove (by id)', async () => {
     const data = ok(await resend.contacts.remove(contactId));
     eq(get(data, 'deleted'), true, 'deleted');
-    if (data.contact !== contactId) diverge('contacts.remove', "the answer names the contact in `id`; the SDK's type (and Resend) has `contact`");
+    if (data.contact !== contactId) diverge('contact-remove.contact', 'contacts.remove', "the answer names the contact in `id`; the SDK's type (and Resend) has `contact`");
     eq(data.contact ?? data.id, contactId, 'the removed contact');
     await notFound(resend.contacts.get(contactId));
   }, contactId);
@@ -693,7 +745,7 @@ async function contacts(propertyKey, topicId, segmentId) {
 async function contactSegments(contactId, address, segmentId) {
   await step('contacts.segments.list', async () => {
     const data = ok(await resend.contacts.segments.list({ contactId }));
-    listing('contacts.segments.list', data);
+    listing('contacts.segments.list', data, 'contact-segment');
     inList(data, 'id', segmentId, 'the segment given on create');
   }, contactId, segmentId);
 
@@ -712,7 +764,7 @@ async function contactSegments(contactId, address, segmentId) {
 async function contactTopics(contactId, address, topicId) {
   await step('contacts.topics.list', async () => {
     const data = ok(await resend.contacts.topics.list({ id: contactId }));
-    listing('contacts.topics.list', data);
+    listing('contacts.topics.list', data, 'contact-topic');
     eq(inList(data, 'id', topicId, 'the topic').subscription, 'opt_in', 'subscription chosen on create');
   }, contactId, topicId);
 
@@ -744,7 +796,7 @@ async function contactImports() {
 
   await step('contacts.imports.list', async () => {
     const data = ok(await resend.contacts.imports.list({ limit: 100 }));
-    listing('contacts.imports.list', data);
+    listing('contacts.imports.list', data, 'contact-import');
     inList(data, 'id', importId, 'the import');
   }, importId);
 
@@ -806,7 +858,7 @@ async function suppressions() {
 
   await step('suppressions.list (origin)', async () => {
     const data = ok(await resend.suppressions.list({ origin: 'manual', limit: 100 }));
-    listing('suppressions.list', data);
+    listing('suppressions.list', data, 'suppression');
     inList(data, 'id', suppressionId, 'the suppression');
   }, suppressionId);
 
@@ -827,6 +879,16 @@ async function suppressions() {
   await step('suppressions.remove (by id)', async () => {
     for (const id of ids) eq(get(ok(await resend.suppressions.remove(id)), 'id'), id, 'id');
   }, ids);
+
+  await step('suppressions.batch.remove (by address, then by id)', async () => {
+    const extra = [0, 1].map((i) => `sdk-batch-rm-${i}-${RUN}@example.test`);
+    const added = get(ok(await resend.suppressions.batch.add({ emails: extra })), 'data').map((one) => get(one, 'id'));
+    const byEmail = get(ok(await resend.suppressions.batch.remove({ emails: [extra[0], `nobody-${RUN}@example.test`] })), 'data');
+    eq(byEmail.map((one) => [one.object, one.id, one.deleted]), [['suppression', added[0], true]], 'removed by address (a miss is left out)');
+    const byId = get(ok(await resend.suppressions.batch.remove({ ids: [added[1]] })), 'data');
+    eq(byId.map((one) => one.id), [added[1]], 'removed by id');
+    await notFound(resend.suppressions.get(added[1]));
+  });
 }
 
 // --- logs ----------------------------------------------------------------------------------------
@@ -838,7 +900,7 @@ async function logs() {
       return data.find((entry) => (entry.user_agent ?? '').startsWith('resend-node'));
     });
     eq(mine.source, 'sdk:node', 'source');
-    listing('logs.list', ok(await resend.logs.list({ limit: 1 })));
+    listing('logs.list', ok(await resend.logs.list({ limit: 1 })), 'log');
     return mine.id;
   });
 
@@ -889,7 +951,7 @@ async function webhooks() {
 
   await step('webhooks.list', async () => {
     const data = ok(await resend.webhooks.list({ limit: 100 }));
-    listing('webhooks.list', data);
+    listing('webhooks.list', data, 'webhook');
     inList(data, 'id', webhookId, 'the webhook');
   }, webhookId);
 
@@ -913,7 +975,7 @@ async function webhooks() {
 
   await step('webhooks.events.list', async () => {
     const data = ok(await resend.webhooks.events.list({ webhookId, limit: 100 }));
-    listing('webhooks.events.list', data);
+    listing('webhooks.events.list', data, 'webhook-event');
     eq(inList(data, 'id', eventId, 'the delivered event').type, 'contact.created', 'type');
   }, webhookId, eventId);
 
@@ -923,18 +985,16 @@ async function webhooks() {
       return list.length ? list : null;
     }, 15);
     eq(data[0].http_status_code ?? data[0].status_code, 200, "the attempt's status code");
-    sdkFields('webhooks.events.attempts.list', data[0], ['http_status_code', 'response', 'sent_at']);
+    sdkFields('webhook-attempt.fields', 'webhooks.events.attempts.list', data[0], ['http_status_code', 'response', 'sent_at']);
   }, webhookId, eventId);
 
   // After the attempt is recorded, so its status is settled.
   await step('webhooks.events.get', async () => {
     const found = ok(await resend.webhooks.events.get({ webhookId, eventId }));
     eq([get(found, 'id'), get(found, 'type')], [eventId, 'contact.created'], 'event');
-    sdkFields('webhooks.events.get', found, ['payload']);
+    sdkFields('webhook-event.payload', 'webhooks.events.get', found, ['payload']);
     expect(['succeeded', 'success'].includes(found.status), `status of a delivered event is ${found.status}`);
-    if (!['pending', 'attempting', 'success', 'failed'].includes(found.status)) {
-      diverge('webhooks.events.get', `status ${JSON.stringify(found.status)} is not one of the SDK's pending, attempting, success, failed`);
-    }
+    sdkLiteral('webhook-event.status', 'webhooks.events.get', found.status, ['pending', 'attempting', 'success', 'failed'], 'status');
   }, webhookId, eventId);
 
   await step('webhooks.events.replay (delivered again)', async () => {
@@ -971,6 +1031,550 @@ async function webhooks() {
   hooks.close();
 }
 
+// --- templates -----------------------------------------------------------------------------------
+
+const TEMPLATE_VARIABLES = [{ key: 'name', type: 'string', fallbackValue: 'friend' }, { key: 'count', type: 'number', fallbackValue: 0 }];
+
+async function templates() {
+  const name = `SDK template ${RUN}`;
+  const alias = `sdk-node-${RUN}`;
+  const params = {
+    name, alias, from: FROM, subject: 'Hello {{name}}',
+    html: '<p>Hi {{name}}, {{count}} orders</p>', text: 'Hi {{name}}, {{count}} orders', variables: TEMPLATE_VARIABLES,
+  };
+
+  const templateId = await step('templates.create', async () => {
+    const data = ok(await resend.templates.create(params));
+    eq(get(data, 'object'), 'template', 'object');
+    return get(data, 'id');
+  });
+
+  await step('templates.get (by id: a draft)', async () => {
+    const found = ok(await resend.templates.get(templateId));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'name'), get(found, 'alias')], ['template', templateId, name, alias], 'object, id, name and alias');
+    eq([get(found, 'from'), get(found, 'subject'), get(found, 'html'), get(found, 'text')], [FROM, params.subject, params.html, params.text], 'from, subject, html and text');
+    eq([get(found, 'status'), get(found, 'published_at'), get(found, 'has_unpublished_versions')], ['draft', null, true], 'status, published_at and has_unpublished_versions');
+    const variables = get(found, 'variables').map((v) => [v.key, v.type, v.fallback_value]);
+    eq(variables, TEMPLATE_VARIABLES.map((v) => [v.key, v.type, v.fallbackValue]), 'variables as [key, type, fallback_value]');
+    sdkFields('template.current_version_id', 'templates.get', found, ['current_version_id']);
+    sdkFields('template-variable.fields', 'templates.get', found.variables[0], ['created_at', 'updated_at']);
+  }, templateId);
+
+  await step('templates.get (by alias)', async () => eq(get(ok(await resend.templates.get(alias)), 'id'), templateId, 'id'), templateId);
+
+  await step('templates.list', async () => {
+    const data = ok(await resend.templates.list({ limit: 100 }));
+    listing('templates.list', data, 'template');
+    const found = inList(data, 'id', templateId, 'the template');
+    eq([found.name, found.alias, found.status], [name, alias, 'draft'], 'name, alias and status in the list');
+  }, templateId);
+
+  await step('templates.update', async () => {
+    const data = ok(await resend.templates.update(templateId, { name: `${name} (renamed)`, subject: 'Hello {{name}}!' }));
+    eq([get(data, 'object'), get(data, 'id')], ['template', templateId], 'object and id');
+    const found = ok(await resend.templates.get(templateId));
+    eq([found.name, found.subject], [`${name} (renamed)`, 'Hello {{name}}!'], 'name and subject after update');
+  }, templateId);
+
+  await step('emails.send (template with only a draft: 422 invalid_parameter)', () =>
+    refused(resend.emails.send({ to: DELIVERED, template: { id: templateId } }), 422, 'invalid_parameter'), templateId);
+
+  await step('templates.publish', async () => {
+    const data = ok(await resend.templates.publish(templateId));
+    eq([get(data, 'object'), get(data, 'id')], ['template', templateId], 'object and id');
+    const found = ok(await resend.templates.get(templateId));
+    eq([found.status, found.has_unpublished_versions], ['published', false], 'status and has_unpublished_versions after publish');
+    expect(found.published_at, 'no published_at after publish');
+  }, templateId);
+
+  const sent = async (template, subject, body) => {
+    const id = get(ok(await resend.emails.send({ to: [DELIVERED], template })), 'id');
+    const email = ok(await resend.emails.get(id));
+    eq([get(email, 'from'), get(email, 'subject')], [FROM, subject], "the sent email's from and subject");
+    eq([get(email, 'html'), get(email, 'text')], [`<p>${body}</p>`, body], "the sent email's html and text");
+  };
+
+  await step('emails.send (template: { id, variables }; from and subject come from the template)', () =>
+    sent({ id: templateId, variables: { name: 'Ada', count: 3 } }, 'Hello Ada!', 'Hi Ada, 3 orders'), templateId);
+
+  await step('emails.send (template by alias; a variable left out takes its fallback)', () =>
+    sent({ id: alias, variables: { name: 'Bob' } }, 'Hello Bob!', 'Hi Bob, 0 orders'), templateId);
+
+  const copyId = await step('templates.duplicate', async () => {
+    const data = ok(await resend.templates.duplicate(templateId));
+    eq(get(data, 'object'), 'template', 'object');
+    expect(get(data, 'id') !== templateId, 'the copy has the same id');
+    const copy = ok(await resend.templates.get(data.id));
+    eq([copy.name, copy.alias, copy.status, copy.subject], [`${name} (renamed) (copy)`, null, 'draft', 'Hello {{name}}!'], 'name, alias, status and subject of the copy');
+    return data.id;
+  }, templateId);
+
+  await step('templates.create(...).publish() (the SDK chains a publish)', async () => {
+    const data = ok(await resend.templates.create({ name: `${name} chained`, html: '<p>chained</p>', subject: 'chained' }).publish());
+    eq(get(ok(await resend.templates.get(get(data, 'id'))), 'status'), 'published', 'status');
+    ok(await resend.templates.remove(data.id));
+  });
+
+  for (const [what, id] of [['the copy', copyId], ['by id', templateId]]) {
+    await step(`templates.remove (${what})`, async () => {
+      const data = ok(await resend.templates.remove(id));
+      eq([get(data, 'object'), get(data, 'id'), get(data, 'deleted')], ['template', id, true], 'object, id and deleted');
+      await notFound(resend.templates.get(id));
+    }, id);
+  }
+  await step('templates.get (the removed template\'s alias: 404)', () => notFound(resend.templates.get(alias)), templateId);
+}
+
+// --- broadcasts ----------------------------------------------------------------------------------
+
+/** Herald's own API with the same key, for what the SDK has no call for. */
+async function herald(method, path, body) {
+  const response = await fetch(`${BASE_URL}${path}`, {
+    method,
+    headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  expect(response.ok, `${method} ${path} answered ${response.status} ${clip(text)}`);
+  return JSON.parse(text);
+}
+
+const BROADCAST_STATUSES = ['draft', 'sent', 'queued']; // what the SDK's `Broadcast` declares
+
+async function broadcasts() {
+  const segmentId = await step(`segments.create (for broadcasts: one contact, ${DELIVERED})`, async () => {
+    const id = get(ok(await resend.segments.create({ name: `SDK broadcast ${RUN}` })), 'id');
+    const created = await resend.contacts.create({ email: DELIVERED, firstName: 'Ada', segments: [{ id }] });
+    if (created.error) {
+      // The contact is there already (a check run before on this team): put it in the segment.
+      ok(await resend.contacts.update({ email: DELIVERED, firstName: 'Ada' }));
+      ok(await resend.contacts.segments.add({ email: DELIVERED, segmentId: id }));
+    }
+    eq(get(ok(await resend.contacts.list({ segmentId: id })), 'data').map((c) => c.email), [DELIVERED], "the segment's contacts");
+    return id;
+  });
+
+  const name = `SDK broadcast ${RUN}`;
+  const subject = `SDK broadcast ${RUN}`;
+  const params = {
+    name, segmentId, from: FROM, subject, previewText: 'From the Node SDK check',
+    html: '<p>Hello {{{FIRST_NAME|there}}}</p><p><a href="{{{UNSUBSCRIBE_URL}}}">Unsubscribe</a></p>', text: 'Hello {{{FIRST_NAME|there}}}',
+  };
+
+  const broadcastId = await step('broadcasts.create (a draft)', async () => get(ok(await resend.broadcasts.create(params)), 'id'), segmentId);
+
+  await step('broadcasts.get (a draft)', async () => {
+    const found = ok(await resend.broadcasts.get(broadcastId));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'name'), get(found, 'segment_id')], ['broadcast', broadcastId, name, segmentId], 'object, id, name and segment_id');
+    eq([get(found, 'from'), get(found, 'subject'), get(found, 'html'), get(found, 'text'), get(found, 'preview_text')],
+      [FROM, subject, params.html, params.text, params.previewText], 'from, subject, html, text and preview_text');
+    eq([get(found, 'status'), get(found, 'scheduled_at'), get(found, 'sent_at')], ['draft', null, null], 'status, scheduled_at and sent_at');
+    sdkFields('broadcast.fields', 'broadcasts.get', found, ['audience_id', 'reply_to', 'created_at', 'topic_id']);
+  }, broadcastId);
+
+  await step('broadcasts.update', async () => {
+    const data = ok(await resend.broadcasts.update(broadcastId, { subject: `${subject} (updated)`, replyTo: [`reply-${RUN}@example.test`] }));
+    eq(get(data, 'id'), broadcastId, 'id');
+    const found = ok(await resend.broadcasts.get(broadcastId));
+    eq([found.subject, found.reply_to, found.name], [`${subject} (updated)`, [`reply-${RUN}@example.test`], name], 'subject, reply_to and name after update');
+  }, broadcastId);
+
+  await step('broadcasts.list', async () => {
+    const data = ok(await resend.broadcasts.list({ limit: 100 }));
+    listing('broadcasts.list', data, 'broadcast');
+    const found = inList(data, 'id', broadcastId, 'the broadcast');
+    eq([found.name, found.segment_id, found.status], [name, segmentId, 'draft'], 'name, segment_id and status in the list');
+  }, broadcastId);
+
+  const copyId = await step('broadcasts.duplicate', async () => {
+    const data = ok(await resend.broadcasts.duplicate(broadcastId));
+    expect(get(data, 'id') !== broadcastId, 'the copy has the same id');
+    const copy = ok(await resend.broadcasts.get(data.id));
+    eq([copy.status, copy.subject, copy.segment_id], ['draft', `${subject} (updated)`, segmentId], 'status, subject and segment_id of the copy');
+    return data.id;
+  }, broadcastId);
+
+  await step('broadcasts.remove (a draft)', async () => {
+    const data = ok(await resend.broadcasts.remove(copyId));
+    eq([get(data, 'object'), get(data, 'id'), get(data, 'deleted')], ['broadcast', copyId, true], 'object, id and deleted');
+    await notFound(resend.broadcasts.get(copyId));
+  }, copyId);
+
+  const sentId = await step('broadcasts.send (now)', async () => {
+    let answer = await resend.broadcasts.send(broadcastId);
+    if (answer.error && /postal/i.test(answer.error.message)) {
+      // The gate wants the team's postal address (it goes in the footer); the SDK has no team call.
+      console.log(`      (Herald refused: ${answer.error.message}; setting it with PATCH /team, then sending again)`);
+      await herald('PATCH', '/team', { postal_address: { line1: '1 Check Street', city: 'Testville', country: 'US' } });
+      answer = await resend.broadcasts.send(broadcastId);
+    }
+    eq(get(ok(answer), 'id'), broadcastId, 'id');
+    return broadcastId;
+  }, broadcastId);
+
+  await step('broadcasts.get (until sent)', async () => {
+    const found = await waitFor('the broadcast to be sent', async () => {
+      const data = ok(await resend.broadcasts.get(sentId));
+      expect(!['failed', 'canceled'].includes(data.status), `status ${data.status}: ${data.failed_reason}`);
+      return data.status === 'sent' ? data : null;
+    }, 60);
+    expect(found.sent_at, 'no sent_at');
+    if (found.counts) eq([found.counts.recipients, found.counts.sent], [1, 1], 'counts.recipients and counts.sent');
+    sdkLiteral('broadcast.status', 'broadcasts.get (sent)', found.status, BROADCAST_STATUSES, 'status');
+  }, sentId);
+
+  await step('broadcasts.recipients (type: sent; the email is rendered for the contact)', async () => {
+    const data = ok(await resend.broadcasts.recipients(sentId, { type: 'sent' }));
+    listing('broadcasts.recipients', data, 'broadcast-recipient');
+    const found = inList(data, 'email', DELIVERED, 'the contact');
+    expect(found.contact_id, 'no contact_id');
+    const email = await waitFor("the broadcast's email", async () =>
+      get(ok(await resend.emails.list({ limit: 100 })), 'data').find((e) => e.subject === `${subject} (updated)`));
+    const html = get(ok(await resend.emails.get(email.id)), 'html');
+    expect(html.includes('Hello Ada'), `the email's html does not greet the contact: ${clip(html)}`);
+  }, sentId);
+
+  await step('broadcasts.clickedLinks (none yet)', async () => {
+    const data = ok(await resend.broadcasts.clickedLinks(sentId));
+    listing('broadcasts.clickedLinks', data, 'broadcast-clicked-link');
+    eq(data.data, [], 'clicked links');
+  }, sentId);
+
+  await step('broadcasts.remove (a sent one: 422 validation_error)', () => refused(resend.broadcasts.remove(sentId), 422, 'validation_error'), sentId);
+
+  const at = isoIn(60);
+  const scheduledId = await step('broadcasts.create (send: true, scheduledAt)', async () => {
+    const id = get(ok(await resend.broadcasts.create({ ...params, name: `${name} scheduled`, send: true, scheduledAt: at })), 'id');
+    const found = ok(await resend.broadcasts.get(id));
+    expect(sameInstant(get(found, 'scheduled_at'), at), `scheduled_at is ${found.scheduled_at}, sent ${at}`);
+    eq(found.status, 'scheduled', 'status');
+    sdkLiteral('broadcast.status', 'broadcasts.get (scheduled)', found.status, BROADCAST_STATUSES, 'status');
+    return id;
+  }, sentId);
+
+  await step('broadcasts.cancel', async () => {
+    const data = ok(await resend.broadcasts.cancel(scheduledId));
+    eq([get(data, 'object'), get(data, 'id')], ['broadcast', scheduledId], 'object and id');
+    const found = ok(await resend.broadcasts.get(scheduledId));
+    eq(found.status, 'canceled', 'status after cancel');
+    sdkLiteral('broadcast.status', 'broadcasts.get (canceled)', found.status, BROADCAST_STATUSES, 'status');
+  }, scheduledId);
+
+  if (segmentId) await resend.segments.remove(segmentId);
+}
+
+// --- receiving -----------------------------------------------------------------------------------
+
+/** Speaks SMTP to 127.0.0.1:`port` and delivers one message (CRLF line ends, dot-stuffed). */
+async function smtpDeliver(port, from, to, message) {
+  const socket = connect(port, '127.0.0.1');
+  socket.setEncoding('utf8');
+  let buffer = '';
+  let wake = () => {};
+  socket.on('data', (chunk) => {
+    buffer += chunk;
+    wake();
+  });
+  socket.on('error', (error) => {
+    buffer += `\r\n000 ${error.message}\r\n`;
+    wake();
+  });
+  /** The next whole reply (its last line is `NNN text`); fails unless its code is `code`. */
+  const reply = async (code, after) => {
+    const deadline = Date.now() + 15_000;
+    for (;;) {
+      const end = buffer.search(/^\d{3} .*\r\n/m);
+      if (end >= 0) {
+        const stop = buffer.indexOf('\r\n', end) + 2;
+        const text = buffer.slice(0, stop).trim();
+        buffer = buffer.slice(stop);
+        expect(text.split('\r\n').pop().startsWith(String(code)), `SMTP answered \`${text}\` after ${after}, expected ${code}`);
+        return text;
+      }
+      expect(Date.now() < deadline, `SMTP said nothing within 15 s after ${after} (so far: ${JSON.stringify(buffer)})`);
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, 200);
+      });
+    }
+  };
+  const say = (line, code) => {
+    socket.write(`${line}\r\n`);
+    return reply(code, line);
+  };
+  try {
+    await reply(220, 'connecting');
+    await say('EHLO sdk-check.example.test', 250);
+    await say(`MAIL FROM:<${from}>`, 250);
+    await say(`RCPT TO:<${to}>`, 250);
+    await say('DATA', 354);
+    const body = message.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..');
+    await say(`${body}\r\n.`, 250);
+    await say('QUIT', 221);
+  } finally {
+    socket.destroy();
+  }
+}
+
+const INBOUND_BYTES = Buffer.from(`Inbound attachment ${'x'.repeat(40)}\r\n`);
+
+async function receiving() {
+  const to = `sdk-in-${RUN}@${FROM_DOMAIN}`;
+  const sender = `sender-${RUN}@example.test`;
+  const subject = `SDK inbound ${RUN}`;
+  const messageId = `<${RUN}.inbound@example.test>`;
+  const text = `Hello inbound ${RUN}`;
+  const html = `<p>Hello inbound ${RUN}</p>`;
+  const message = [
+    `From: Sender ${RUN} <${sender}>`,
+    `To: <${to}>`,
+    `Subject: ${subject}`,
+    `Message-ID: ${messageId}`,
+    `Date: ${new Date().toUTCString()}`,
+    `X-Sdk-Check: ${RUN}`,
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="mixed"',
+    '',
+    '--mixed',
+    'Content-Type: multipart/alternative; boundary="alt"',
+    '',
+    '--alt',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    text,
+    '--alt',
+    'Content-Type: text/html; charset=utf-8',
+    '',
+    html,
+    '--alt--',
+    '',
+    '--mixed',
+    'Content-Type: text/plain; name="note.txt"',
+    'Content-Disposition: attachment; filename="note.txt"',
+    'Content-Transfer-Encoding: base64',
+    '',
+    INBOUND_BYTES.toString('base64'),
+    '--mixed--',
+    '',
+  ].join('\r\n');
+
+  const delivered = await step('SMTP to 127.0.0.1:HERALD_SMTP_PORT (a multipart message with an attachment, to sdk-in-<run>@HERALD_FROM_DOMAIN)', async () => {
+    await smtpDeliver(SMTP_PORT, sender, to, message);
+    return true;
+  });
+
+  const receivedId = await step('emails.receiving.list', async () => {
+    const found = await waitFor('the message in the list', async () => {
+      const data = ok(await resend.emails.receiving.list({ limit: 100 }));
+      listing('emails.receiving.list', data, 'received-email');
+      return data.data.find((e) => e.subject === subject);
+    }, 15);
+    eq(found.to, [to], 'to');
+    expect(found.from.includes(sender), `from is ${found.from}`);
+    eq(found.attachments?.map((a) => a.filename), ['note.txt'], 'attachments');
+    sdkFields('received-email-list.received_for', 'emails.receiving.list', found, ['received_for']);
+    return found.id;
+  }, delivered);
+
+  await step('emails.receiving.get', async () => {
+    const found = ok(await resend.emails.receiving.get(receivedId));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'subject')], ['email', receivedId, subject], 'object, id and subject');
+    expect(get(found, 'from').includes(sender), `from is ${found.from}`);
+    eq([get(found, 'to'), get(found, 'received_for')], [[to], [to]], 'to and received_for');
+    eq([get(found, 'text').trimEnd(), get(found, 'html').trimEnd()], [text, html], 'text and html');
+    eq(get(found, 'message_id').replace(/^<|>$/g, ''), messageId.replace(/^<|>$/g, ''), 'message_id (angle brackets aside)');
+    const headers = get(found, 'headers');
+    const header = headers['x-sdk-check'] ?? headers['X-Sdk-Check'];
+    eq(Array.isArray(header) ? header : [header], [RUN], 'the X-Sdk-Check header');
+    if (typeof header !== 'string') {
+      diverge('received-email.headers', 'emails.receiving.get', "`headers` maps each name to a list of values; the SDK's type has one string per name");
+    }
+    const attachment = get(found, 'attachments')[0];
+    eq([attachment?.filename, attachment?.size, attachment?.content_disposition], ['note.txt', INBOUND_BYTES.length, 'attachment'], 'the attachment');
+    sdkFields('received-email.fields', 'emails.receiving.get', found, ['created_at', 'cc', 'bcc', 'reply_to']);
+  }, receivedId);
+
+  const attachmentId = await step('emails.receiving.attachments.list (download_url reads back the bytes)', async () => {
+    const data = ok(await resend.emails.receiving.attachments.list({ emailId: receivedId }));
+    listing('emails.receiving.attachments.list', data, 'received-attachment');
+    const found = inList(data, 'filename', 'note.txt', 'the attachment');
+    expect(get(found, 'content_type').startsWith('text/plain'), `content_type is ${found.content_type}`);
+    eq([found.size, get(found, 'content_disposition')], [INBOUND_BYTES.length, 'attachment'], 'size and content_disposition');
+    expect(Date.parse(get(found, 'expires_at')) > Date.now(), `expires_at is ${found.expires_at}`);
+    const response = await realFetch(reachable(get(found, 'download_url')));
+    eq(response.status, 200, 'status of the download');
+    eq(Buffer.from(await response.arrayBuffer()).toString('hex'), INBOUND_BYTES.toString('hex'), 'the downloaded bytes');
+    return found.id;
+  }, receivedId);
+
+  await step('emails.receiving.attachments.get', async () => {
+    const found = ok(await resend.emails.receiving.attachments.get({ emailId: receivedId, id: attachmentId }));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'filename')], ['attachment', attachmentId, 'note.txt'], 'object, id and filename');
+    expect(get(found, 'download_url'), 'no download_url');
+  }, receivedId, attachmentId);
+
+  await step('emails.receiving.forward (passthrough: the SDK downloads `raw.download_url`)', async () => {
+    const data = ok(await resend.emails.receiving.forward({ emailId: receivedId, to: DELIVERED, from: FROM }));
+    eq(get(ok(await resend.emails.get(get(data, 'id'))), 'subject'), subject, "the forwarded email's subject");
+  }, receivedId);
+}
+
+// --- custom events and automations ---------------------------------------------------------------
+
+async function eventsAndAutomations() {
+  const eventName = `sdk.order-${RUN}`;
+  const schema = { total: 'number', sku: 'string' };
+
+  const eventId = await step('events.create (with a schema)', async () => {
+    const data = ok(await resend.events.create({ name: eventName, schema }));
+    eq(get(data, 'object'), 'event', 'object');
+    return get(data, 'id');
+  });
+
+  await step('events.get (by id and by name)', async () => {
+    const found = ok(await resend.events.get(eventId));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'name')], ['event', eventId, eventName], 'object, id and name');
+    eq(sortedKeys(get(found, 'schema')), sortedKeys(schema), 'schema');
+    expect(get(found, 'created_at') && 'updated_at' in found, 'no created_at or updated_at');
+    eq(get(ok(await resend.events.get(eventName)), 'id'), eventId, 'id by name');
+  }, eventId);
+
+  await step('events.list', async () => {
+    const data = ok(await resend.events.list({ limit: 100 }));
+    listing('events.list', data, 'event');
+    eq(inList(data, 'id', eventId, 'the event').name, eventName, 'name in the list');
+  }, eventId);
+
+  const newSchema = { ...schema, placed_at: 'date' };
+  await step('events.update (the schema, by name)', async () => {
+    const data = ok(await resend.events.update(eventName, { schema: newSchema }));
+    eq([get(data, 'object'), get(data, 'id')], ['event', eventId], 'object and id');
+    eq(sortedKeys(ok(await resend.events.get(eventId)).schema), sortedKeys(newSchema), 'schema after update');
+  }, eventId);
+
+  // A send_email step needs a published template.
+  const templateId = await step('templates.create(...).publish() (for the automation)', async () => {
+    const data = ok(await resend.templates.create({
+      name: `SDK flow template ${RUN}`, subject: 'Flow for {{name}}', html: '<p>Flow for {{name}}</p>',
+      variables: [{ key: 'name', type: 'string', fallbackValue: 'you' }],
+    }).publish());
+    return get(data, 'id');
+  });
+
+  const name = `SDK automation ${RUN}`;
+  const flowSubject = `SDK flow ${RUN}`;
+  const steps = [
+    { key: 'start', type: 'trigger', config: { eventName } },
+    { key: 'welcome', type: 'send_email', config: { template: { id: templateId, variables: { name: 'Ada' } }, from: FROM, subject: flowSubject } },
+  ];
+  const automationId = await step('automations.create (an event trigger and a send_email step, enabled)', async () => {
+    const data = ok(await resend.automations.create({ name, status: 'enabled', steps, connections: [{ from: 'start', to: 'welcome' }] }));
+    eq(get(data, 'object'), 'automation', 'object');
+    return get(data, 'id');
+  }, eventId, templateId);
+
+  await step('automations.get', async () => {
+    const found = ok(await resend.automations.get(automationId));
+    eq([get(found, 'object'), get(found, 'id'), get(found, 'name'), get(found, 'status')], ['automation', automationId, name, 'enabled'], 'object, id, name and status');
+    eq(get(found, 'steps').map((s) => [s.key, s.type]), [['start', 'trigger'], ['welcome', 'send_email']], 'steps as [key, type]');
+    eq(found.steps[0].config.event_name, eventName, "the trigger's config.event_name");
+    eq(found.steps[1].config.template?.id, templateId, "the send_email step's config.template.id");
+    eq(get(found, 'connections'), [{ from: 'start', to: 'welcome', type: 'default' }], 'connections');
+    expect(get(found, 'created_at') && 'updated_at' in found, 'no created_at or updated_at');
+  }, automationId);
+
+  await step('automations.list (status: enabled)', async () => {
+    const data = ok(await resend.automations.list({ status: 'enabled', limit: 100 }));
+    listing('automations.list', data, 'automation');
+    const found = inList(data, 'id', automationId, 'the automation');
+    eq([found.name, found.status], [name, 'enabled'], 'name and status in the list');
+    sdkFields('automation.fields', 'automations.list', found, ['created_at', 'updated_at']);
+  }, automationId);
+
+  await step('automations.update (name)', async () => {
+    const data = ok(await resend.automations.update(automationId, { name: `${name} (renamed)` }));
+    eq([get(data, 'object'), get(data, 'id')], ['automation', automationId], 'object and id');
+    eq(ok(await resend.automations.get(automationId)).name, `${name} (renamed)`, 'name after update');
+  }, automationId);
+
+  const address = `delivered+flow-${RUN}@simulator.herald.test`;
+  const contactId = await step('contacts.create (the contact the event is for)', async () => get(ok(await resend.contacts.create({ email: address })), 'id'));
+
+  const sentRun = await step('events.send (for the contact, by email)', async () => {
+    const data = ok(await resend.events.send({ event: eventName, email: address, payload: { total: 12.5, sku: 'A1' } }));
+    eq([get(data, 'object'), get(data, 'event')], ['event', eventName], 'object and event');
+    if (!Array.isArray(data.runs)) return true;
+    eq(data.contact_id, contactId, 'contact_id');
+    const run = data.runs.find((r) => r.automation_id === automationId);
+    expect(run, `the automation got no run: ${JSON.stringify(data.runs)}`);
+    return run.id;
+  }, contactId, automationId);
+
+  const runId = await step('automations.runs.list', async () => {
+    const found = await waitFor('a run', async () => {
+      const data = ok(await resend.automations.runs.list({ automationId }));
+      listing('automations.runs.list', data, 'automation-run');
+      return data.data[0];
+    }, 15);
+    if (typeof sentRun === 'string') eq(found.id, sentRun, 'the run events.send answered');
+    expect(['running', 'completed'].includes(get(found, 'status')), `status is ${found.status}`);
+    sdkFields('automation-run.started_at', 'automations.runs.list', found, ['started_at']);
+    return found.id;
+  }, sentRun);
+
+  await step('automations.runs.get (until completed; the step sent the email)', async () => {
+    const run = await waitFor('the run to complete', async () => {
+      const data = ok(await resend.automations.runs.get({ automationId, runId }));
+      expect(data.status !== 'failed', `the run failed: ${data.error ?? JSON.stringify(data.steps)}`);
+      return data.status === 'completed' ? data : null;
+    }, 30);
+    eq([get(run, 'object'), get(run, 'id')], ['automation_run', runId], 'object and id');
+    eq(get(run, 'steps').map((s) => [s.key, s.type, s.status]), [['start', 'trigger', 'completed'], ['welcome', 'send_email', 'completed']], 'steps as [key, type, status]');
+    sdkFields('automation-run.started_at', 'automations.runs.get', run, ['started_at']);
+    sdkFields('automation-run-step.fields', 'automations.runs.get', run.steps[1], ['output', 'error', 'created_at']);
+    const email = await waitFor('the email the step sent', async () =>
+      get(ok(await resend.emails.list({ limit: 100 })), 'data').find((e) => e.subject === flowSubject));
+    const sent = ok(await resend.emails.get(email.id));
+    eq([sent.to, sent.html], [[address], '<p>Flow for Ada</p>'], "the email's to and html");
+  }, runId);
+
+  await step('automations.runs.list (status: completed)', async () => {
+    inList(ok(await resend.automations.runs.list({ automationId, status: ['completed'] })), 'id', runId, 'the completed run');
+    eq(get(ok(await resend.automations.runs.list({ automationId, status: 'failed' })), 'data'), [], 'failed runs');
+  }, runId);
+
+  await step('automations.stop', async () => {
+    const data = ok(await resend.automations.stop(automationId));
+    eq([get(data, 'object'), get(data, 'id'), get(data, 'status')], ['automation', automationId, 'disabled'], 'object, id and status');
+    eq(ok(await resend.automations.get(automationId)).status, 'disabled', 'status after stop');
+  }, automationId);
+
+  await step('automations.duplicate', async () => {
+    const data = ok(await resend.automations.duplicate(automationId));
+    const copyId = get(data, 'id');
+    expect(copyId !== automationId, "the copy has the original's id");
+    const copy = ok(await resend.automations.get(copyId));
+    const original = ok(await resend.automations.get(automationId));
+    eq([copy.steps.map((s) => s.key), copy.status], [original.steps.map((s) => s.key), 'disabled'], "the copy's steps and status");
+    ok(await resend.automations.remove(copyId));
+  }, automationId);
+
+  await step('automations.remove', async () => {
+    const data = ok(await resend.automations.remove(automationId));
+    eq([get(data, 'object'), get(data, 'id'), get(data, 'deleted')], ['automation', automationId, true], 'object, id and deleted');
+    await notFound(resend.automations.get(automationId));
+  }, automationId);
+
+  await step('events.remove (by name)', async () => {
+    const data = ok(await resend.events.remove(eventName));
+    eq([get(data, 'object'), get(data, 'id'), get(data, 'deleted')], ['event', eventId, true], 'object, id and deleted');
+    await notFound(resend.events.get(eventId));
+  }, eventId);
+
+  if (contactId) await resend.contacts.remove(contactId);
+  if (templateId) await resend.templates.remove(templateId);
+}
+
 // --- main ----------------------------------------------------------------------------------------
 
 console.log(`Resend Node SDK ${SDK_VERSION} against ${BASE_URL} (run ${RUN})`);
@@ -989,9 +1593,13 @@ await removeTopic(topicId);
 await removeProperty(property.propertyId);
 await suppressions();
 await logs();
+await templates();
+await broadcasts();
+await receiving();
+await eventsAndAutomations();
 
-console.log(`\n${failures.length} failed, ${skipped.length} skipped, ${divergences.length} divergences from the SDK's types`);
+console.log(`\n${failures.length} failed, ${skipped.length} skipped, ${divergences.length} listed divergences from the SDK's types`);
 for (const name of failures) console.log(`  failed: ${name}`);
 for (const name of skipped) console.log(`  skipped: ${name}`);
-for (const line of divergences) console.log(`  diverges: ${line}`);
-process.exitCode = failures.length || skipped.length || (STRICT && divergences.length) ? 1 : 0;
+for (const line of divergences) console.log(`  diverges (listed): ${line}`);
+process.exitCode = failures.length || skipped.length ? 1 : 0;

@@ -5,31 +5,35 @@ Every SDK call that maps to a Herald route is made once (or more) and its answer
 ids come back and match, names and values read back as written, statuses are the ones Herald
 documents. One line per call: `ok <call>`, `FAIL <call>: <why>` (with the request the SDK sent
 and Herald's answer), or `skip <call>` when a call it needs failed. Where the answer works but
-differs from the SDK's declared types, a `diverge <call>: ...` line says how (these fail the run
-only with HERALD_SDK_STRICT=1). Exit status 1 when anything failed, after running everything.
+differs from the SDK's declared types, a `diverge <call> [<key>]: ...` line says how. Each
+divergence has a stable key (`<object>.<field>`, e.g. `email.tags`); the keys listed in the table
+under `### Where answers differ from the Resend SDKs' types` in docs/decisions.md pass, any other
+key fails the run (`FAIL <call>: divergence [<key>] is not listed in docs/decisions.md: ...`).
+Exit status 1 when anything failed, after running everything.
 
 Environment:
   HERALD_BASE_URL      the server, e.g. http://127.0.0.1:18081
   HERALD_API_KEY       a full_access key of the team (rk_...)
   HERALD_FROM_DOMAIN   a domain verified on the team (mail is sent from sdk@<it>)
   HERALD_DOMAIN_ID     that domain's id
-  HERALD_SDK_STRICT    optional; 1 makes divergences failures
+  HERALD_SMTP_PORT     Herald's inbound SMTP port on 127.0.0.1 (receiving must be enabled on
+                       HERALD_FROM_DOMAIN: the check mails sdk-in-<run>@<it> with smtplib)
 
 The server must allow webhook endpoints on loopback (HERALD_WEBHOOK_ALLOW_PRIVATE=true): the
-check receives and verifies real deliveries on 127.0.0.1.
+check receives and verifies real deliveries on 127.0.0.1. Broadcasts need the team's postal
+address: the check sets one with a plain PATCH /team when the team has none (no SDK call does).
+
+Herald routes the SDK has no call for (not checked here): the received message's raw source
+(GET /emails/receiving/{id}/raw) and delete, template versions and checks, the broadcast checklist
+and checks.
 
 SDK calls left out because Herald has no route for them (yet):
-  resend.Emails.Receiving.*, Emails.Receiving.Attachments.*   inbound mail (issue 18)
-  resend.Broadcasts.*                                          broadcasts (issue 17)
-  resend.Templates.*, Emails.send(template=...)                templates (issue 16)
-  resend.Automations.*, resend.Events.*                        automations, custom events (issue 19)
   resend.Inboxes.* (agent, drafts, labels, threads)            support Inbox (later issue)
   resend.OAuthGrants.*                                         delegated access (issue 20)
   resend.Usage.get                                             GET /usage
   resend.Domains.Claims.verify                                 POST /domains/{id}/claim/verify
                                                                (Herald checks a claim on
                                                                POST /domains/{id}/verify)
-  resend.Suppressions.Batch.remove                             POST /suppressions/batch/remove
 Async variants (`*_async`) send the same requests as the sync calls checked here.
 """
 
@@ -41,13 +45,20 @@ import json
 import os
 import queue
 import secrets
+import smtplib
 import sys
 import threading
 import time
 import traceback
+import urllib.parse
 import warnings
+import re
 from datetime import datetime, timedelta, timezone
+from email.message import EmailMessage
+from email.utils import make_msgid
+from pathlib import Path
 
+import requests
 import resend
 from resend.exceptions import ResendError
 from resend.http_client_requests import RequestsClient
@@ -66,7 +77,7 @@ BASE_URL = env("HERALD_BASE_URL").rstrip("/")
 API_KEY = env("HERALD_API_KEY")
 FROM_DOMAIN = env("HERALD_FROM_DOMAIN")
 DOMAIN_ID = env("HERALD_DOMAIN_ID")
-STRICT = os.environ.get("HERALD_SDK_STRICT") == "1"
+SMTP_PORT = int(env("HERALD_SMTP_PORT"))
 
 RUN = secrets.token_hex(4)  # makes names unique, so the check can run twice on one database
 FROM = f"SDK check <sdk@{FROM_DOMAIN}>"
@@ -130,6 +141,7 @@ def step(name, fn, *needs):
         skipped.append(name)
         return None
     RecordingClient.last = None
+    failed_before = len(failures)
     try:
         result = fn()
     except Exception as error:  # noqa: BLE001 - every failure is reported, none stops the run
@@ -141,7 +153,8 @@ def step(name, fn, *needs):
         print(f"FAIL {name}: {why}\n      {last_exchange()}", flush=True)
         failures.append(name)
         return None
-    print(f"ok {name}", flush=True)
+    if len(failures) == failed_before:  # else an unlisted divergence already printed its FAIL line
+        print(f"ok {name}", flush=True)
     return result if result is not None else True
 
 
@@ -159,16 +172,41 @@ def get(answer, key):
     return answer[key]
 
 
-def diverge(name, message):
-    print(f"diverge {name}: {message}", flush=True)
-    divergences.append(f"{name}: {message}")
+def listed_divergences():
+    """The keys of the table under `### Where answers differ from the Resend SDKs' types`."""
+    lines = DECISIONS.read_text(encoding="utf-8").splitlines()
+    heading = "### Where answers differ from the Resend SDKs' types"
+    if heading not in lines:
+        sys.exit(f"resend_sdk.py: {DECISIONS} has no line `{heading}`")
+    keys = set()
+    for line in lines[lines.index(heading) + 1:]:
+        if line.startswith("#"):
+            break
+        match = re.match(r"^\| `([^`]+)` \|", line)
+        if match:
+            keys.add(match.group(1))
+    return keys
 
 
-def sdk_fields(name, answer, fields):
+DECISIONS = Path(__file__).resolve().parents[2] / "docs/decisions.md"
+LISTED = listed_divergences()
+
+
+def diverge(key, name, message):
+    """A difference from the SDK's declared types: passes when docs/decisions.md lists its key."""
+    if key in LISTED:
+        print(f"diverge {name} [{key}]: {message}", flush=True)
+        divergences.append(f"{name} [{key}]: {message}")
+    else:
+        print(f"FAIL {name}: divergence [{key}] is not listed in docs/decisions.md: {message}", flush=True)
+        failures.append(f"{name} [{key}]")
+
+
+def sdk_fields(key, name, answer, fields):
     """Notes the fields the SDK's types declare that the answer lacks."""
     missing = [f for f in fields if not (isinstance(answer, dict) and f in answer)]
     if missing:
-        diverge(name, f"the SDK's type declares {', '.join(missing)}; the answer lacks them")
+        diverge(key, name, f"the SDK's type declares {', '.join(missing)}; the answer lacks {'it' if len(missing) == 1 else 'them'}")
 
 
 def in_list(answer, key, value, what):
@@ -178,12 +216,12 @@ def in_list(answer, key, value, what):
     return next(item for item in data if item.get(key) == value)
 
 
-def listing(name, answer):
-    """Checks the list envelope every list answer shares."""
+def listing(name, answer, of):
+    """Checks the list envelope every list answer shares (`of`: the listed object, e.g. `contact`)."""
     eq(get(answer, "object"), "list", "object")
     expect(isinstance(get(answer, "data"), list), "`data` is not a list")
     if "has_more" not in answer:
-        diverge(name, "the answer has no `has_more` (the SDK's list types declare it)")
+        diverge(f"{of}-list.has_more", name, "the answer has no `has_more` (the SDK's list types declare it)")
 
 
 def not_found(fn):
@@ -340,16 +378,16 @@ def emails():
         expect(get(email, "last_event") in ("queued", "sent", "delivered"), f"last_event is {email['last_event']!r}")
         eq(tag_map(get(email, "tags")), {t["name"]: t["value"] for t in tags}, "tags")
         if not isinstance(email["tags"], list):
-            diverge("Emails.get", "`tags` is a name-to-value object; the SDK's type (and Resend) has a list of {name, value}")
+            diverge("email.tags", "Emails.get", "`tags` is a name-to-value object; the SDK's type (and Resend) has a list of {name, value}")
         reply_to = get(email, "reply_to")
         eq(reply_to if isinstance(reply_to, list) else [reply_to], [params["reply_to"]], "reply_to")
-        sdk_fields("Emails.get", email, ["message_id", "created_at", "scheduled_at"])
+        sdk_fields("email.fields", "Emails.get", email, ["message_id", "created_at", "scheduled_at"])
 
     step("Emails.get", retrieve, email_id)
 
     def list_emails():
         answer = resend.Emails.list({"limit": 100})
-        listing("Emails.list", answer)
+        listing("Emails.list", answer, "email")
         found = in_list(answer, "id", email_id, "the sent email")
         eq(found.get("subject"), params["subject"], "subject in the list")
 
@@ -365,7 +403,7 @@ def emails():
 
     def attachments():
         answer = resend.Emails.Attachments.list(email_id)
-        listing("Emails.Attachments.list", answer)
+        listing("Emails.Attachments.list", answer, "email-attachment")
         found = in_list(answer, "filename", "hello.txt", "the attachment")
         eq(found.get("size"), len(TEXT_BYTES), "size")
         return found["id"]
@@ -378,7 +416,7 @@ def emails():
         eq(get(found, "filename"), "hello.txt", "filename")
         expect(get(found, "content_type").startswith("text/plain"), f"content_type is {found['content_type']!r}")
         eq(base64.b64decode(get(found, "content")), TEXT_BYTES, "content")
-        sdk_fields("Emails.Attachments.get", found, ["download_url", "expires_at", "content_disposition"])
+        sdk_fields("email-attachment.download_url", "Emails.Attachments.get", found, ["download_url", "expires_at", "content_disposition"])
 
     step("Emails.Attachments.get", attachment, email_id, attachment_id)
 
@@ -394,7 +432,7 @@ def emails():
         answer = resend.Emails.share(email_id, {"expires_in": "1h"})
         expect("/share/" in get(answer, "url"), f"url is {answer['url']!r}")
         if answer.get("id") != email_id:
-            diverge("Emails.share", f"`id` is the share's id ({answer.get('id')}), the SDK's type says the email's; the email's is `email_id` ({answer.get('email_id')})")
+            diverge("email-share.id", "Emails.share", f"`id` is the share's id ({answer.get('id')}), the SDK's type says the email's; the email's is `email_id` ({answer.get('email_id')})")
         eq(answer.get("email_id", answer.get("id")), email_id, "the shared email")
 
     step("Emails.share", share, email_id)
@@ -404,7 +442,7 @@ def emails():
         totals = answer.get("totals", answer)
         expect(isinstance(totals.get("received"), int) and totals["received"] >= 1, f"received is {totals.get('received')!r}")
         if "totals" not in answer:
-            diverge("Emails.metrics", "counts are top-level (`object: email_metrics`); the SDK's type has `object: metrics`, `totals`, `metrics`, `dimensions`, `granularity`")
+            diverge("email-metrics.shape", "Emails.metrics", "counts are top-level (`object: email_metrics`); the SDK's type has `object: metrics`, `totals`, `metrics`, `dimensions`, `granularity`")
 
     step("Emails.metrics", metrics, email_id)
 
@@ -519,7 +557,7 @@ def domains():
 
     def list_domains():
         answer = resend.Domains.list({"limit": 100})
-        listing("Domains.list", answer)
+        listing("Domains.list", answer, "domain")
         in_list(answer, "id", domain_id, "the new domain")
         in_list(answer, "id", DOMAIN_ID, "HERALD_DOMAIN_ID")
 
@@ -584,7 +622,7 @@ def api_keys():
 
     def list_keys():
         answer = resend.ApiKeys.list({"limit": 100})
-        listing("ApiKeys.list", answer)
+        listing("ApiKeys.list", answer, "api-key")
         found = in_list(answer, "id", key_id, "the new key")
         eq(found.get("name"), name, "name")
         expect("last_used_at" in found and "created_at" in found, "no created_at or last_used_at")
@@ -626,7 +664,7 @@ def contact_properties():
 
     def list_properties():
         answer = resend.ContactProperties.list()
-        listing("ContactProperties.list", answer)
+        listing("ContactProperties.list", answer, "contact-property")
         eq(in_list(answer, "id", property_id, "the property")["key"], key, "key")
 
     step("ContactProperties.list", list_properties, property_id)
@@ -666,7 +704,7 @@ def topics():
 
     def list_topics():
         answer = resend.Topics.list({"limit": 100})
-        listing("Topics.list", answer)
+        listing("Topics.list", answer, "topic")
         in_list(answer, "id", topic_id, "the topic")
 
     step("Topics.list", list_topics, topic_id)
@@ -694,7 +732,7 @@ def segments():
 
     def create():
         answer = resend.Segments.create({"name": name})
-        sdk_fields("Segments.create", answer, ["name"])
+        sdk_fields("segment-create.name", "Segments.create", answer, ["name"])
         return get(answer, "id")
 
     segment_id = step("Segments.create", create)
@@ -708,7 +746,7 @@ def segments():
 
     def list_segments():
         answer = resend.Segments.list({"limit": 100})
-        listing("Segments.list", answer)
+        listing("Segments.list", answer, "segment")
         in_list(answer, "id", segment_id, "the segment")
 
     step("Segments.list", list_segments, segment_id)
@@ -758,7 +796,7 @@ def contacts(property_key, topic_id, segment_id):
                 eq(value.get("value"), "pro", f"properties.{property_key}.value")
             else:
                 eq(value, "pro", f"properties.{property_key}")
-                diverge("Contacts.get", "`properties` maps a key to its bare value; the SDK's type has {type, value} per key")
+                diverge("contact.properties", "Contacts.get", "`properties` maps a key to its bare value; the SDK's type has {type, value} per key")
 
     step("Contacts.get (by id)", by_id, contact_id)
 
@@ -781,14 +819,14 @@ def contacts(property_key, topic_id, segment_id):
 
     def list_contacts():
         answer = resend.Contacts.list(params={"limit": 100})
-        listing("Contacts.list", answer)
+        listing("Contacts.list", answer, "contact")
         in_list(answer, "id", contact_id, "the contact")
 
     step("Contacts.list", list_contacts, contact_id)
 
     def list_segment():
         answer = resend.Contacts.list(segment_id=segment_id, params={"limit": 100})
-        listing("Contacts.list(segment_id)", answer)
+        listing("Contacts.list(segment_id)", answer, "contact")
         in_list(answer, "id", contact_id, "the segment's contact")
 
     step("Contacts.list (segment_id: GET /segments/{id}/contacts)", list_segment, contact_id, segment_id)
@@ -799,7 +837,7 @@ def contacts(property_key, topic_id, segment_id):
         answer = resend.Contacts.remove(id=contact_id)
         eq(get(answer, "deleted"), True, "deleted")
         if answer.get("contact") != contact_id:
-            diverge("Contacts.remove", "the answer names the contact in `id`; the SDK's type (and Resend) has `contact`")
+            diverge("contact-remove.contact", "Contacts.remove", "the answer names the contact in `id`; the SDK's type (and Resend) has `contact`")
         eq(answer.get("contact", answer.get("id")), contact_id, "the removed contact")
         not_found(lambda: resend.Contacts.get(id=contact_id))
 
@@ -818,7 +856,7 @@ def contacts(property_key, topic_id, segment_id):
 def contact_segments(contact_id, address, segment_id):
     def list_memberships():
         answer = resend.Contacts.Segments.list({"contact_id": contact_id})
-        listing("Contacts.Segments.list", answer)
+        listing("Contacts.Segments.list", answer, "contact-segment")
         in_list(answer, "id", segment_id, "the segment given on create")
 
     step("Contacts.Segments.list", list_memberships, contact_id, segment_id)
@@ -842,7 +880,7 @@ def contact_segments(contact_id, address, segment_id):
 def contact_topics(contact_id, address, topic_id):
     def list_topics():
         answer = resend.Contacts.Topics.list(contact_id=contact_id)
-        listing("Contacts.Topics.list", answer)
+        listing("Contacts.Topics.list", answer, "contact-topic")
         eq(in_list(answer, "id", topic_id, "the topic")["subscription"], "opt_in", "subscription chosen on create")
 
     step("Contacts.Topics.list", list_topics, contact_id, topic_id)
@@ -881,7 +919,7 @@ def contact_imports():
 
     def list_imports():
         answer = resend.Contacts.Imports.list({"limit": 100})
-        listing("Contacts.Imports.list", answer)
+        listing("Contacts.Imports.list", answer, "contact-import")
         in_list(answer, "id", import_id, "the import")
 
     step("Contacts.Imports.list", list_imports, import_id)
@@ -900,7 +938,7 @@ def audiences():
 
     def create():
         answer = resend.Audiences.create({"name": name})
-        sdk_fields("Audiences.create", answer, ["name"])
+        sdk_fields("audience-create.name", "Audiences.create", answer, ["name"])
         return get(answer, "id")
 
     audience_id = step("Audiences.create", create)
@@ -914,7 +952,7 @@ def audiences():
 
     def list_audiences():
         answer = resend.Audiences.list({"limit": 100})
-        listing("Audiences.list", answer)
+        listing("Audiences.list", answer, "audience")
         in_list(answer, "id", audience_id, "the audience")
 
     step("Audiences.list", list_audiences, audience_id)
@@ -971,7 +1009,7 @@ def suppressions():
 
     def list_all():
         answer = resend.Suppressions.list({"origin": "manual", "limit": 100})
-        listing("Suppressions.list", answer)
+        listing("Suppressions.list", answer, "suppression")
         in_list(answer, "id", suppression_id, "the suppression")
 
     step("Suppressions.list (origin)", list_all, suppression_id)
@@ -998,6 +1036,17 @@ def suppressions():
 
     step("Suppressions.remove (by id)", remove_by_id, ids)
 
+    def batch_remove():
+        extra = [f"sdk-batch-rm-{i}-{RUN}@example.test" for i in range(2)]
+        added = [get(one, "id") for one in get(resend.Suppressions.Batch.add({"emails": extra}), "data")]
+        by_email = get(resend.Suppressions.Batch.remove({"emails": [extra[0], f"nobody-{RUN}@example.test"]}), "data")
+        eq([(get(one, "object"), get(one, "id"), get(one, "deleted")) for one in by_email], [("suppression", added[0], True)], "removed by address (a miss is left out)")
+        by_id = get(resend.Suppressions.Batch.remove({"ids": [added[1]]}), "data")
+        eq([get(one, "id") for one in by_id], [added[1]], "removed by id")
+        not_found(lambda: resend.Suppressions.get(added[1]))
+
+    step("Suppressions.Batch.remove (by address, then by id)", batch_remove)
+
 
 # --- logs ----------------------------------------------------------------------------------------
 
@@ -1011,7 +1060,7 @@ def logs():
         found = wait_for("a log of this SDK's requests", mine)
         entry = found[0]
         expect(entry.get("source") == "sdk:python", f"source is {entry.get('source')!r}")
-        listing("Logs.list", resend.Logs.list({"limit": 1}))
+        listing("Logs.list", resend.Logs.list({"limit": 1}), "log")
         return entry["id"]
 
     log_id = step("Logs.list", list_logs)
@@ -1065,7 +1114,7 @@ def webhooks():
 
     def list_webhooks():
         answer = resend.Webhooks.list({"limit": 100})
-        listing("Webhooks.list", answer)
+        listing("Webhooks.list", answer, "webhook")
         in_list(answer, "id", webhook_id, "the webhook")
 
     step("Webhooks.list", list_webhooks, webhook_id)
@@ -1088,7 +1137,7 @@ def webhooks():
 
     def list_events():
         answer = resend.Webhooks.list_events(webhook_id, {"limit": 100})
-        listing("Webhooks.list_events", answer)
+        listing("Webhooks.list_events", answer, "webhook-event")
         found = in_list(answer, "id", event_id, "the delivered event")
         eq(found.get("type"), "contact.created", "type")
 
@@ -1102,17 +1151,17 @@ def webhooks():
         data = wait_for("the attempt to be recorded", recorded, 15)
         code = data[0].get("http_status_code", data[0].get("status_code"))
         eq(code, 200, "the attempt's status code")
-        sdk_fields("Webhooks.list_event_attempts", data[0], ["http_status_code", "response", "sent_at"])
+        sdk_fields("webhook-attempt.fields", "Webhooks.list_event_attempts", data[0], ["http_status_code", "response", "sent_at"])
 
     step("Webhooks.list_event_attempts", attempts, webhook_id, event_id)
 
     def get_event():  # after the attempt is recorded, so its status is settled
         found = resend.Webhooks.get_event(webhook_id, event_id)
         eq((get(found, "id"), get(found, "type")), (event_id, "contact.created"), "event")
-        sdk_fields("Webhooks.get_event", found, ["payload"])
+        sdk_fields("webhook-event.payload", "Webhooks.get_event", found, ["payload"])
         expect(found.get("status") in ("succeeded", "success"), f"status of a delivered event is {found.get('status')!r}")
         if found.get("status") not in ("pending", "attempting", "success", "failed"):
-            diverge("Webhooks.get_event", f"status {found.get('status')!r} is not one of the SDK's pending, attempting, success, failed")
+            diverge("webhook-event.status", "Webhooks.get_event", f"status {found.get('status')!r} is not one of the SDK's pending, attempting, success, failed")
 
     step("Webhooks.get_event", get_event, webhook_id, event_id)
 
@@ -1155,6 +1204,577 @@ def webhooks():
             pass
 
 
+# --- templates -----------------------------------------------------------------------------------
+
+TEMPLATE_VARIABLES = [{"key": "NAME", "type": "string", "fallback_value": "friend"}, {"key": "COUNT", "type": "number", "fallback_value": 1}]
+
+
+def templates():
+    name, alias = f"SDK template {RUN}", f"sdk-py-{RUN}"
+    params = {
+        "name": name, "alias": alias, "from": FROM, "subject": "Hello {{NAME}}", "reply_to": f"template-{RUN}@example.test",
+        "html": "<p>Hello {{NAME}}, you have {{COUNT}} messages</p>", "text": "Hello {{NAME}}, {{COUNT}} messages",
+        "variables": TEMPLATE_VARIABLES,
+    }
+
+    def create():
+        answer = resend.Templates.create(params)
+        eq(get(answer, "object"), "template", "object")
+        return get(answer, "id")
+
+    template_id = step("Templates.create (alias, from, subject, reply_to, variables)", create)
+
+    def by_id():
+        found = resend.Templates.get(template_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "name"), get(found, "alias")), ("template", template_id, name, alias), "template")
+        eq((get(found, "from"), get(found, "subject"), get(found, "html"), get(found, "text")),
+           (FROM, params["subject"], params["html"], params["text"]), "from, subject, html and text")
+        reply_to = get(found, "reply_to")
+        eq(reply_to if isinstance(reply_to, list) else [reply_to], [params["reply_to"]], "reply_to")
+        eq([{k: v.get(k) for k in ("key", "type", "fallback_value")} for v in get(found, "variables")], TEMPLATE_VARIABLES, "variables")
+        eq(get(found, "status"), "draft", "status of a new template")
+        sdk_fields("template.fields", "Templates.get", found, ["created_at", "updated_at", "published_at"])
+
+    step("Templates.get (by id)", by_id, template_id)
+    step("Templates.get (by alias)", lambda: eq(get(resend.Templates.get(alias), "id"), template_id, "id"), template_id)
+
+    def draft_send():
+        refused(lambda: resend.Emails.send({"to": [DELIVERED], "template": {"id": template_id}}), 422, "invalid_parameter")
+
+    step("Emails.send (template still a draft: 422 invalid_parameter)", draft_send, template_id)
+
+    def update():
+        answer = resend.Templates.update({"id": template_id, "name": name + " (renamed)", "subject": "Hi {{NAME}}"})
+        eq((get(answer, "object"), get(answer, "id")), ("template", template_id), "object and id")
+        found = resend.Templates.get(template_id)
+        eq((found["name"], found["subject"], found["html"]), (name + " (renamed)", "Hi {{NAME}}", params["html"]), "name, subject and html after update")
+
+    step("Templates.update", update, template_id)
+
+    def publish():
+        answer = resend.Templates.publish(template_id)
+        eq((get(answer, "object"), get(answer, "id")), ("template", template_id), "object and id")
+        found = resend.Templates.get(template_id)
+        eq(get(found, "status"), "published", "status after publish")
+        expect(get(found, "published_at"), "no published_at after publish")
+
+    published = step("Templates.publish", publish, template_id)
+
+    def list_templates():
+        answer = resend.Templates.list({"limit": 100})
+        listing("Templates.list", answer, "template")
+        found = in_list(answer, "id", template_id, "the template")
+        eq((found.get("name"), found.get("alias"), found.get("status")), (name + " (renamed)", alias, "published"), "name, alias and status in the list")
+        sdk_fields("template-list-item.fields", "Templates.list", found, ["id", "name", "status", "published_at", "created_at", "updated_at", "alias"])
+
+    step("Templates.list", list_templates, template_id)
+
+    def send_with(template, subject, html):
+        answer = resend.Emails.send({"to": [DELIVERED], "template": template})
+        email = resend.Emails.get(get(answer, "id"))
+        eq((get(email, "from"), get(email, "subject")), (FROM, subject), "from and subject (from the template)")
+        expect(html in (get(email, "html") or ""), f"html is {email['html']!r}, expected it to hold {html!r}")
+
+    step("Emails.send (template: id and variables; Emails.get shows it rendered)",
+         lambda: send_with({"id": template_id, "variables": {"NAME": "Ada", "COUNT": 3}}, "Hi Ada", "Hello Ada, you have 3 messages"), published)
+    step("Emails.send (template by alias, no variables: the fallbacks)",
+         lambda: send_with({"id": alias}, "Hi friend", "Hello friend, you have 1 messages"), published)
+
+    def next_version():
+        resend.Templates.update({"id": template_id, "html": "<p>Welcome {{NAME}}, {{COUNT}} new</p>"})
+        found = resend.Templates.get(template_id)
+        eq((found.get("html"), found.get("has_unpublished_versions")), ("<p>Welcome {{NAME}}, {{COUNT}} new</p>", True), "html and has_unpublished_versions")
+        send_with({"id": template_id, "variables": {"NAME": "Ada", "COUNT": 3}}, "Hi Ada", "Hello Ada, you have 3 messages")
+        resend.Templates.publish(template_id)
+        send_with({"id": template_id, "variables": {"NAME": "Ada", "COUNT": 3}}, "Hi Ada", "Welcome Ada, 3 new")
+
+    step("Templates.update (after publish: a new draft; sends keep the published version until Templates.publish)", next_version, published)
+
+    def duplicate():
+        answer = resend.Templates.duplicate(template_id)
+        eq(get(answer, "object"), "template", "object")
+        copy_id = get(answer, "id")
+        expect(copy_id != template_id, "the copy has the original's id")
+        found, original = resend.Templates.get(copy_id), resend.Templates.get(template_id)
+        eq((get(found, "name"), get(found, "alias"), get(found, "html"), get(found, "status")),
+           (original["name"] + " (copy)", None, original["html"], "draft"), "the copy's name, alias, html and status")
+        return copy_id
+
+    copy_id = step("Templates.duplicate", duplicate, template_id)
+    for one, call in ((copy_id, "Templates.remove (the copy)"), (template_id, "Templates.remove")):
+        remove_template(one, call)
+    if template_id:
+        step("Templates.get (by alias after remove: 404)", lambda: not_found(lambda: resend.Templates.get(alias)))
+
+
+def remove_template(template_id, call="Templates.remove"):
+    def remove():
+        answer = resend.Templates.remove(template_id)
+        eq((get(answer, "id"), get(answer, "deleted")), (template_id, True), "id and deleted")
+        not_found(lambda: resend.Templates.get(template_id))
+
+    step(call, remove, template_id)
+
+
+def published_template(name, html, subject):
+    """A published template without variables, for the broadcast and automation checks."""
+    def create():
+        template_id = get(resend.Templates.create({"name": name, "from": FROM, "subject": subject, "html": html}), "id")
+        resend.Templates.publish(template_id)
+        return template_id
+
+    return step(f"Templates.create and Templates.publish ({name})", create)
+
+
+# --- broadcasts ----------------------------------------------------------------------------------
+
+
+def herald(method, path, body=None):
+    """A plain request to Herald with the same key, for what no SDK call covers."""
+    answer = requests.request(method, BASE_URL + path, json=body, headers={"Authorization": f"Bearer {API_KEY}"}, timeout=30)
+    expect(answer.ok, f"{method} {path} answered {answer.status_code} {clip(answer.text)}")
+    return answer.json()
+
+
+def sender_identity():
+    """Broadcasts need the team's postal address (the compliance gate); sets one when absent."""
+    def postal_address(team):
+        return (get(team, "sender_identity") or {}).get("postal_address")
+
+    def ensure():
+        if not postal_address(herald("GET", "/team")):
+            address = {"line1": "1 SDK Street", "city": "Berlin", "postal_code": "10115", "country": "DE"}
+            team = herald("PATCH", "/team", {"postal_address": address})
+            eq(postal_address(team).get("line1"), address["line1"], "sender_identity.postal_address.line1")
+
+    return step("GET /team, PATCH /team (a postal address, the gate's second step; no SDK call covers it)", ensure)
+
+
+def broadcast_audience():
+    """A segment with one contact on the mailbox simulator."""
+    address = f"delivered+broadcast-{RUN}@simulator.herald.test"
+    segment_id = step("Segments.create (for the broadcasts)", lambda: get(resend.Segments.create({"name": f"SDK broadcast segment {RUN}"}), "id"))
+
+    def contact():
+        return get(resend.Contacts.create({"email": address, "first_name": "Grace", "segments": [{"id": segment_id}]}), "id")
+
+    contact_id = step("Contacts.create (the broadcast segment's one contact)", contact, segment_id)
+    return segment_id, contact_id, address
+
+
+def broadcasts():
+    segment_id, contact_id, address = broadcast_audience()
+    identity = sender_identity()
+    name = f"SDK broadcast {RUN}"
+    params = {
+        "name": name, "segment_id": segment_id, "from": FROM, "subject": f"SDK broadcast {RUN}", "preview_text": "From the SDK check",
+        "html": '<p>Hello {{{FIRST_NAME|there}}}</p><p><a href="{{{UNSUBSCRIBE_URL}}}">Unsubscribe</a></p>',
+        "text": "Hello {{{FIRST_NAME|there}}}\nUnsubscribe: {{{UNSUBSCRIBE_URL}}}",
+    }
+
+    def create():
+        answer = resend.Broadcasts.create(params)
+        eq(get(answer, "object"), "broadcast", "object")
+        return get(answer, "id")
+
+    broadcast_id = step("Broadcasts.create (a draft)", create, segment_id)
+
+    def retrieve():
+        found = resend.Broadcasts.get(broadcast_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "status")), ("broadcast", broadcast_id, "draft"), "object, id and status")
+        for key in ("name", "segment_id", "from", "subject", "preview_text", "html", "text"):
+            eq(get(found, key), params[key], key)
+        sdk_fields("broadcast.fields", "Broadcasts.get", found, ["audience_id", "reply_to", "created_at", "scheduled_at", "sent_at", "topic_id"])
+
+    step("Broadcasts.get", retrieve, broadcast_id)
+
+    def update():
+        answer = resend.Broadcasts.update({"broadcast_id": broadcast_id, "subject": params["subject"] + " (updated)"})
+        eq(get(answer, "id"), broadcast_id, "id")
+        eq(resend.Broadcasts.get(broadcast_id)["subject"], params["subject"] + " (updated)", "subject after update")
+
+    step("Broadcasts.update (a draft)", update, broadcast_id)
+
+    def list_broadcasts():
+        answer = resend.Broadcasts.list({"limit": 100})
+        listing("Broadcasts.list", answer, "broadcast")
+        eq(in_list(answer, "id", broadcast_id, "the broadcast").get("status"), "draft", "status in the list")
+
+    step("Broadcasts.list", list_broadcasts, broadcast_id)
+
+    def send():
+        answer = resend.Broadcasts.send({"broadcast_id": broadcast_id})
+        eq(get(answer, "id"), broadcast_id, "id")
+
+        def settled():
+            found = resend.Broadcasts.get(broadcast_id)
+            expect(found["status"] in ("queued", "sending", "sent"), f"status is {found['status']!r} (failed_reason {found.get('failed_reason')!r})")
+            return found if found["status"] == "sent" else None
+
+        found = wait_for("the broadcast to be sent", settled, 60)
+        expect(get(found, "sent_at"), "no sent_at once sent")
+
+    sent = step("Broadcasts.send (now; its status reaches sent)", send, broadcast_id, identity)
+
+    def recipients():
+        answer = resend.Broadcasts.recipients(broadcast_id, {"type": "sent"})
+        listing("Broadcasts.recipients", answer, "broadcast-recipient")
+        found = in_list(answer, "email", address, "the segment's contact")
+        eq(found.get("contact_id"), contact_id, "contact_id")
+        sdk_fields("broadcast-recipient.fields", "Broadcasts.recipients", found, ["id", "contact_id", "email"])
+        email = resend.Emails.get(get(found, "email_id"))  # Herald's own field beside the SDK's
+        eq(get(email, "subject"), params["subject"] + " (updated)", "the sent email's subject")
+        expect("Hello Grace" in (get(email, "html") or ""), f"the sent html is {clip(str(email.get('html')))}")
+
+    step("Broadcasts.recipients (type: sent; the email it created)", recipients, sent)
+
+    def clicked_links():
+        answer = resend.Broadcasts.clicked_links(broadcast_id)
+        listing("Broadcasts.clicked_links", answer, "broadcast-clicked-link")
+        eq(answer["data"], [], "clicked links (nobody clicked)")
+
+    step("Broadcasts.clicked_links (none)", clicked_links, sent)
+
+    def sent_is_final():
+        refused(lambda: resend.Broadcasts.update({"broadcast_id": broadcast_id, "subject": "late"}), 422, "validation_error")
+        refused(lambda: resend.Broadcasts.remove(broadcast_id), 422, "validation_error")
+
+    step("Broadcasts.update and Broadcasts.remove (a sent broadcast: 422 validation_error)", sent_is_final, sent)
+
+    def duplicate():
+        answer = resend.Broadcasts.duplicate(broadcast_id)
+        eq(get(answer, "object"), "broadcast", "object")
+        copy = resend.Broadcasts.get(get(answer, "id"))
+        eq((copy["status"], copy["name"], copy["subject"]), ("draft", name + " (copy)", params["subject"] + " (updated)"), "the copy's status, name and subject")
+        return answer["id"]
+
+    copy_id = step("Broadcasts.duplicate", duplicate, broadcast_id)
+
+    def remove_draft():
+        answer = resend.Broadcasts.remove(copy_id)
+        eq((get(answer, "id"), get(answer, "deleted")), (copy_id, True), "id and deleted")
+        not_found(lambda: resend.Broadcasts.get(copy_id))
+
+    step("Broadcasts.remove (a draft)", remove_draft, copy_id)
+    scheduled_broadcast(params, segment_id, identity)
+    cleanup(lambda: resend.Contacts.remove(id=contact_id), lambda: resend.Segments.remove(segment_id))
+
+
+def scheduled_broadcast(params, segment_id, identity):
+    at = iso_in(60)
+
+    def create():
+        answer = resend.Broadcasts.create({**params, "name": f"SDK scheduled broadcast {RUN}", "send": True, "scheduled_at": at})
+        found = resend.Broadcasts.get(get(answer, "id"))
+        eq(get(found, "status"), "scheduled", "status")
+        expect(same_instant(get(found, "scheduled_at"), at), f"scheduled_at is {found['scheduled_at']!r}, sent {at}")
+        return answer["id"]
+
+    broadcast_id = step("Broadcasts.create (send: true, scheduled_at)", create, segment_id, identity)
+
+    def cancel():
+        answer = resend.Broadcasts.cancel(broadcast_id)
+        eq((get(answer, "object"), get(answer, "id")), ("broadcast", broadcast_id), "object and id")
+        eq(resend.Broadcasts.get(broadcast_id)["status"], "canceled", "status after cancel")
+
+    step("Broadcasts.cancel (scheduled)", cancel, broadcast_id)
+    step("Broadcasts.remove (a canceled broadcast: 422 validation_error)",
+         lambda: refused(lambda: resend.Broadcasts.remove(broadcast_id), 422, "validation_error"), broadcast_id)
+
+    def send_later():
+        draft_id = get(resend.Broadcasts.create({**params, "name": f"SDK broadcast sent later {RUN}"}), "id")
+        eq(get(resend.Broadcasts.send({"broadcast_id": draft_id, "scheduled_at": at}), "id"), draft_id, "id")
+        found = resend.Broadcasts.get(draft_id)
+        eq(get(found, "status"), "scheduled", "status")
+        expect(same_instant(get(found, "scheduled_at"), at), f"scheduled_at is {found['scheduled_at']!r}, sent {at}")
+        eq(get(resend.Broadcasts.cancel(draft_id), "id"), draft_id, "id of the canceled broadcast")
+
+    step("Broadcasts.send (a draft, scheduled_at; then canceled)", send_later, segment_id, identity)
+
+
+def cleanup(*calls):
+    """Removes what a family made for itself; a failure here is not the family's."""
+    for call in calls:
+        try:
+            call()
+        except (ResendError, KeyError, TypeError):
+            pass
+
+
+# --- receiving -----------------------------------------------------------------------------------
+
+INBOUND_BYTES = b"Notes sent into Herald.\n"
+
+
+def send_inbound(to, subject):
+    """Sends one message into Herald's inbound SMTP server; answers its Message-ID."""
+    message = EmailMessage()
+    message["From"] = f"Inbound sender <sender-{RUN}@example.test>"
+    message["To"] = to
+    message["Subject"] = subject
+    message["Message-ID"] = make_msgid(domain="example.test")
+    message["X-Sdk-Check"] = RUN
+    message.set_content("Hello from SMTP")
+    message.add_alternative("<p>Hello from <b>SMTP</b></p>", subtype="html")
+    message.add_attachment(INBOUND_BYTES, maintype="text", subtype="plain", filename="notes.txt")
+    with smtplib.SMTP("127.0.0.1", SMTP_PORT, timeout=30) as smtp:
+        smtp.send_message(message)
+    return message["Message-ID"].strip("<>")
+
+
+def on_server(url):
+    """A download link on HERALD_BASE_URL: Herald writes links on its configured public URL, which in
+    the test setup is not the address the server listens on (tests/tests/receiving.rs does the same)."""
+    path = urllib.parse.urlsplit(url)
+    expect(path.path.startswith("/received-attachments/"), f"download_url is {url!r}")
+    return BASE_URL + path.path + (f"?{path.query}" if path.query else "")
+
+
+def receiving():
+    to = f"sdk-in-{RUN}@{FROM_DOMAIN}"
+    subject = f"SDK inbound {RUN}"
+    message_id = step("SMTP into Herald (127.0.0.1:HERALD_SMTP_PORT, with an attachment)", lambda: send_inbound(to, subject))
+
+    def list_received():
+        def arrived():
+            answer = resend.Emails.Receiving.list({"limit": 100})
+            return answer if any(item.get("subject") == subject for item in get(answer, "data")) else None
+
+        answer = wait_for("the message in Emails.Receiving.list", arrived, 30)
+        listing("Emails.Receiving.list", answer, "received-email")
+        found = in_list(answer, "subject", subject, "the received message")
+        eq((found.get("to"), found.get("message_id")), ([to], message_id), "to and message_id")
+        expect(f"sender-{RUN}@example.test" in str(found.get("from")), f"from is {found.get('from')!r}")
+        sdk_fields("received-email-list-item.fields", "Emails.Receiving.list", found,
+                   ["id", "to", "from", "created_at", "subject", "bcc", "cc", "reply_to", "message_id", "attachments"])
+        return found["id"]
+
+    email_id = step("Emails.Receiving.list", list_received, message_id)
+
+    def retrieve():
+        found = resend.Emails.Receiving.get(email_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "subject"), get(found, "to")), ("email", email_id, subject, [to]), "object, id, subject and to")
+        eq(get(found, "from"), f"Inbound sender <sender-{RUN}@example.test>", "from")
+        eq((get(found, "message_id"), get(found, "received_for")), (message_id, [to]), "message_id and received_for")
+        expect("Hello from <b>SMTP</b>" in (get(found, "html") or ""), f"html is {found['html']!r}")
+        eq((get(found, "text") or "").strip(), "Hello from SMTP", "text")
+        header = get(found, "headers").get("x-sdk-check", found["headers"].get("X-Sdk-Check"))
+        if isinstance(header, list):
+            eq(header, [RUN], "headers.x-sdk-check")
+            diverge("received-email.headers", "Emails.Receiving.get", "`headers` maps each name to a list of its values; the SDK's type has Dict[str, str]")
+        else:
+            eq(header, RUN, "headers.x-sdk-check")
+        attachment = next((a for a in get(found, "attachments") if a.get("filename") == "notes.txt"), None)
+        expect(attachment, f"notes.txt is not among the attachments: {clip(str(found['attachments']))}")
+        eq(attachment.get("size"), len(INBOUND_BYTES), "the attachment's size")
+        sdk_fields("received-email.fields", "Emails.Receiving.get", found, ["created_at", "bcc", "cc", "reply_to"])
+
+    step("Emails.Receiving.get", retrieve, email_id)
+
+    def attachments():
+        answer = resend.Emails.Receiving.Attachments.list(email_id)
+        listing("Emails.Receiving.Attachments.list", answer, "received-attachment")
+        found = in_list(answer, "filename", "notes.txt", "the attachment")
+        eq((found.get("size"), found.get("content_disposition")), (len(INBOUND_BYTES), "attachment"), "size and content_disposition")
+        expect(str(found.get("content_type")).startswith("text/plain"), f"content_type is {found.get('content_type')!r}")
+        sdk_fields("received-attachment.fields", "Emails.Receiving.Attachments.list", found, ["id", "content_type", "content_disposition", "size", "download_url", "expires_at"])
+        download = requests.get(on_server(get(found, "download_url")), timeout=30)  # no Authorization: the link is the credential
+        eq((download.status_code, download.content), (200, INBOUND_BYTES), "the downloaded bytes")
+        return found["id"]
+
+    attachment_id = step("Emails.Receiving.Attachments.list (download_url answers the bytes)", attachments, email_id)
+
+    def attachment():
+        found = resend.Emails.Receiving.Attachments.get(email_id, attachment_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "filename")), ("attachment", attachment_id, "notes.txt"), "object, id and filename")
+        eq(requests.get(on_server(get(found, "download_url")), timeout=30).content, INBOUND_BYTES, "the downloaded bytes")
+
+    step("Emails.Receiving.Attachments.get", attachment, email_id, attachment_id)
+
+
+# --- custom events and automations ---------------------------------------------------------------
+
+
+def events():
+    name = f"sdk.signup.{RUN}"
+    schema = {"plan": "string", "seats": "number"}
+
+    def create():
+        answer = resend.Events.create({"name": name, "schema": schema})
+        eq(get(answer, "object"), "event", "object")
+        return get(answer, "id")
+
+    event_id = step("Events.create (a schema)", create)
+
+    def retrieve():
+        for identifier in (event_id, name):
+            found = resend.Events.get(identifier)
+            eq((get(found, "object"), get(found, "id"), get(found, "name"), get(found, "schema")), ("event", event_id, name, schema), f"the event by {identifier}")
+            sdk_fields("event.fields", "Events.get", found, ["created_at", "updated_at"])
+
+    step("Events.get (by id and by name)", retrieve, event_id)
+
+    def list_events():
+        answer = resend.Events.list({"limit": 100})
+        listing("Events.list", answer, "event")
+        found = in_list(answer, "id", event_id, "the event")
+        eq((found.get("name"), found.get("schema")), (name, schema), "name and schema in the list")
+        sdk_fields("event-list-item.fields", "Events.list", found, ["id", "name", "schema", "created_at", "updated_at"])
+
+    step("Events.list", list_events, event_id)
+    schema = {**schema, "trial": "boolean"}
+
+    def update():
+        answer = resend.Events.update({"identifier": name, "schema": schema})
+        eq((get(answer, "object"), get(answer, "id")), ("event", event_id), "object and id")
+        eq(resend.Events.get(event_id)["schema"], schema, "schema after update")
+
+    step("Events.update (the whole schema)", update, event_id)
+
+    return (event_id, name) if event_id else (None, None)
+
+
+def automations(event_name):
+    address = f"delivered+automation-{RUN}@simulator.herald.test"
+    subject = f"SDK automation {RUN}"
+    template_id = published_template(f"SDK automation template {RUN}", "<p>Welcome aboard</p>", subject)
+    contact_id = step("Contacts.create (the automation's contact)", lambda: get(resend.Contacts.create({"email": address}), "id"))
+
+    def wrong_type():
+        refused(lambda: resend.Events.send({"event": event_name, "email": address, "payload": {"seats": "many"}}), 422, "validation_error")
+
+    step("Events.send (a payload key of the wrong type: 422 validation_error)", wrong_type, event_name, contact_id)
+    name = f"SDK automation {RUN}"
+    steps = [
+        {"key": "start", "type": "trigger", "config": {"event_name": event_name}},
+        {"key": "welcome", "type": "send_email", "config": {"template": {"id": template_id}, "from": FROM, "subject": subject}},
+    ]
+    connections = [{"from": "start", "to": "welcome"}]
+
+    def create():
+        answer = resend.Automations.create({"name": name, "status": "enabled", "steps": steps, "connections": connections})
+        eq(get(answer, "object"), "automation", "object")
+        return get(answer, "id")
+
+    automation_id = step("Automations.create (trigger on the custom event, send_email with a template)", create, event_name, template_id)
+
+    def retrieve():
+        found = resend.Automations.get(automation_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "name"), get(found, "status")), ("automation", automation_id, name, "enabled"), "automation")
+        eq([(s.get("key"), s.get("type")) for s in get(found, "steps")], [("start", "trigger"), ("welcome", "send_email")], "steps")
+        eq(found["steps"][0].get("config", {}).get("event_name"), event_name, "the trigger's event_name")
+        eq([(c.get("from"), c.get("to"), c.get("type", "default")) for c in get(found, "connections")], [("start", "welcome", "default")], "connections")
+        sdk_fields("automation.fields", "Automations.get", found, ["created_at", "updated_at"])
+
+    step("Automations.get", retrieve, automation_id)
+
+    def list_automations():
+        answer = resend.Automations.list({"limit": 100})
+        listing("Automations.list", answer, "automation")
+        found = in_list(answer, "id", automation_id, "the automation")
+        eq((found.get("name"), found.get("status")), (name, "enabled"), "name and status in the list")
+        sdk_fields("automation-list-item.fields", "Automations.list", found, ["id", "name", "status", "created_at", "updated_at"])
+
+    step("Automations.list", list_automations, automation_id)
+
+    def update():
+        eq(get(resend.Automations.update({"automation_id": automation_id, "name": name + " (renamed)"}), "id"), automation_id, "id")
+        eq(resend.Automations.get(automation_id)["name"], name + " (renamed)", "name after update")
+
+    step("Automations.update (rename)", update, automation_id)
+
+    def new_version():
+        changed = [steps[0], {**steps[1], "config": {**steps[1]["config"], "subject": subject + " (v2)"}}]
+        answer = resend.Automations.update({"automation_id": automation_id, "steps": changed, "connections": connections})
+        eq(get(answer, "id"), automation_id, "id")
+        found = resend.Automations.get(automation_id)
+        eq(found["steps"][1].get("config", {}).get("subject"), subject + " (v2)", "the send_email step's subject after update")
+        eq(found.get("version"), 2, "version")
+
+    step("Automations.update (steps and connections: the next version)", new_version, automation_id)
+
+    def fire():
+        answer = resend.Events.send({"event": event_name, "email": address, "payload": {"plan": "pro", "seats": 3}})
+        eq((get(answer, "object"), get(answer, "event")), ("event", event_name), "object and event")
+
+    fired = step("Events.send (for a contact, by email)", fire, automation_id, contact_id)
+    run_id = automation_runs(automation_id, subject + " (v2)", fired)
+
+    def stop():
+        answer = resend.Automations.stop(automation_id)
+        eq((get(answer, "object"), get(answer, "id"), get(answer, "status")), ("automation", automation_id, "disabled"), "object, id and status")
+        eq(resend.Automations.get(automation_id)["status"], "disabled", "status after stop")
+
+    step("Automations.stop", stop, automation_id)
+
+    def duplicate():
+        answer = resend.Automations.duplicate(automation_id)
+        eq(get(answer, "object"), "automation", "object")
+        copy_id = get(answer, "id")
+        expect(copy_id != automation_id, "the copy has the original's id")
+        copy = resend.Automations.get(copy_id)
+        eq([s["key"] for s in copy["steps"]], [s["key"] for s in resend.Automations.get(automation_id)["steps"]], "the copy's steps")
+        eq(copy["status"], "disabled", "the copy's status")
+        resend.Automations.remove(copy_id)
+
+    step("Automations.duplicate", duplicate, automation_id)
+
+    def remove():
+        answer = resend.Automations.remove(automation_id)
+        eq((get(answer, "id"), get(answer, "deleted")), (automation_id, True), "id and deleted")
+        not_found(lambda: resend.Automations.get(automation_id))
+        if run_id:
+            not_found(lambda: resend.Automations.Runs.get(automation_id, run_id))
+
+    step("Automations.remove", remove, automation_id)
+    cleanup(lambda: resend.Contacts.remove(email=address))
+    remove_template(template_id, "Templates.remove (the automation's)")
+
+
+def automation_runs(automation_id, subject, fired):
+    def list_runs():
+        def completed():
+            data = get(resend.Automations.Runs.list(automation_id), "data")
+            expect(all(r.get("status") in ("running", "completed") for r in data), f"runs: {clip(str(data))}")
+            return data if data and data[0]["status"] == "completed" else None
+
+        data = wait_for("the run to complete", completed, 60)
+        eq(len(data), 1, "runs (one event, one run)")
+        answer = resend.Automations.Runs.list(automation_id, {"status": "completed,failed", "limit": 10})
+        listing("Automations.Runs.list", answer, "automation-run")
+        in_list(answer, "id", data[0]["id"], "the completed run")
+        refused(lambda: resend.Automations.Runs.list(automation_id, {"status": "done"}), 422, "invalid_parameter")
+        sdk_fields("automation-run-list-item.fields", "Automations.Runs.list", data[0], ["id", "status", "started_at", "completed_at", "created_at"])
+        return data[0]["id"]
+
+    run_id = step("Automations.Runs.list (the event's run completes; status filter; an unknown status: 422)", list_runs, automation_id, fired)
+
+    def retrieve():
+        found = resend.Automations.Runs.get(automation_id, run_id)
+        eq((get(found, "object"), get(found, "id"), get(found, "status")), ("automation_run", run_id, "completed"), "object, id and status")
+        expect(get(found, "completed_at"), "no completed_at")
+        sdk_fields("automation-run.fields", "Automations.Runs.get", found, ["started_at", "completed_at", "created_at", "steps"])
+        run_steps = get(found, "steps")
+        eq([(s.get("key"), s.get("type")) for s in run_steps], [("start", "trigger"), ("welcome", "send_email")], "the run's steps")
+        sdk_fields("automation-run-step.fields", "Automations.Runs.get", run_steps[1], ["key", "type", "status", "started_at", "completed_at", "output", "error", "created_at"])
+        outcome = run_steps[1].get("output") or run_steps[1].get("outcome") or {}
+        expect(outcome.get("email_id"), f"the send_email step names no email_id: {clip(str(run_steps[1]))}")
+        eq(resend.Emails.get(outcome["email_id"]).get("subject"), subject, "the subject of the email the run sent")
+
+    step("Automations.Runs.get (its steps; the email it sent)", retrieve, run_id)
+    return run_id
+
+
+def remove_event(event_id, name):
+    def remove():
+        answer = resend.Events.remove(name)
+        eq((get(answer, "id"), get(answer, "deleted")), (event_id, True), "id and deleted")
+        not_found(lambda: resend.Events.get(event_id))
+        not_found(lambda: resend.Events.send({"event": name, "email": f"nobody-{RUN}@example.test"}))
+
+    step("Events.remove (by name; then get and send answer 404)", remove, event_id)
+
+
 # --- main ----------------------------------------------------------------------------------------
 
 
@@ -1174,15 +1794,21 @@ def main():
     remove_topic(topic_id)
     remove_property(property_id)
     suppressions()
+    templates()
+    broadcasts()
+    receiving()
+    event_id, event_name = events()
+    automations(event_name)
+    remove_event(event_id, event_name)
     logs()
-    print(f"\n{len(failures)} failed, {len(skipped)} skipped, {len(divergences)} divergences from the SDK's types", flush=True)
+    print(f"\n{len(failures)} failed, {len(skipped)} skipped, {len(divergences)} listed divergences from the SDK's types", flush=True)
     for name in failures:
         print(f"  failed: {name}")
     for name in skipped:
         print(f"  skipped: {name}")
     for line in divergences:
         print(f"  diverges: {line}")
-    sys.exit(1 if failures or skipped or (STRICT and divergences) else 0)
+    sys.exit(1 if failures or skipped else 0)
 
 
 if __name__ == "__main__":

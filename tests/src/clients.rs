@@ -40,6 +40,7 @@ pub async fn run_ok(command: Command) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "client check failed ({}):\n{stdout}\n{stderr}", output.status);
+    println!("{stdout}"); // shown by `cargo nextest run --no-capture`
     stdout
 }
 

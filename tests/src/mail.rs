@@ -74,7 +74,7 @@ pub async fn verified_domain_as(app: &TestApp, key: &str, name: &str, extra: Val
     let created = Answer::from(app.request_as(key, reqwest::Method::POST, "/domains").json(&body).send().await.unwrap()).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let domain = created.body;
-    let record = |kind: &str| domain["records"].as_array().unwrap().iter().find(|r| r["record"] == kind).unwrap().clone();
+    let record = |kind: &str| domain["records"].as_array().unwrap().iter().find(|r| r["kind"] == kind).unwrap().clone();
     let dkim = record("dkim");
     let (first, second) = dkim["value"].as_str().unwrap().split_at(255);
     app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
@@ -100,7 +100,7 @@ pub async fn leave_sandbox(app: &TestApp) {
 
 /// The public key (`p=` value) of the domain's DKIM record.
 pub fn dkim_public_key(domain: &Value) -> String {
-    let dkim = domain["records"].as_array().unwrap().iter().find(|r| r["record"] == "dkim").unwrap();
+    let dkim = domain["records"].as_array().unwrap().iter().find(|r| r["kind"] == "dkim").unwrap();
     dkim["value"].as_str().unwrap().trim_start_matches("p=").to_string()
 }
 

@@ -186,6 +186,13 @@ async fn automations_are_read_listed_versioned_stopped_and_deleted() {
     assert!(runs.body["message"].as_str().unwrap().contains("bogus"));
     assert_eq!(app.get(&format!("/automations/{id}/runs?status=running,failed")).await.status, 200);
 
+    let copied = app.post(&format!("/automations/{id}/duplicate"), json!({})).await;
+    assert_eq!((copied.status, &copied.body["object"]), (201, &json!("automation")), "{}", copied.body);
+    let copy = app.get(&format!("/automations/{}", copied.body["id"].as_str().unwrap())).await.body;
+    assert_eq!((copy["name"].as_str(), copy["status"].as_str(), copy["version"].as_i64()), (Some("Renamed (copy)"), Some("disabled"), Some(1)));
+    assert_eq!((&copy["steps"], &copy["connections"]), (&read["steps"], &read["connections"]), "the current version's graph");
+    app.post(&format!("/automations/{}/duplicate", uuid::Uuid::now_v7()), json!({})).await.assert_error(404, "not_found");
+
     let stopped = app.post(&format!("/automations/{id}/stop"), json!({})).await;
     assert_eq!((stopped.status, &stopped.body), (200, &json!({ "object": "automation", "id": id, "status": "disabled" })));
     let deleted = app.delete(&format!("/automations/{id}")).await;
@@ -224,6 +231,9 @@ async fn a_run_branches_updates_the_contact_sends_with_event_data_and_reports_ev
     let order: Vec<(&str, &str)> = done["steps"].as_array().unwrap().iter().map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap())).collect();
     assert_eq!(order, [("start", "completed"), ("is_pro", "completed"), ("mark", "completed"), ("thank", "completed"), ("skip", "skipped")]);
     assert_eq!(done["steps"][1]["outcome"], json!({ "branch": "condition_met" }));
+    let step = &done["steps"][1];
+    assert_eq!((&step["output"], &step["error"], &step["created_at"]), (&step["outcome"], &json!(null), &step["started_at"]), "the Resend SDKs' names");
+    assert_eq!((&done["steps"][4]["created_at"], &done["started_at"]), (&json!(null), &done["created_at"]), "a skipped step was never reached");
     assert_eq!((done["version"].as_i64(), done["contact_id"].as_str(), done["trigger"]["event_name"].as_str()), (Some(1), Some(pro.as_str()), Some("order.placed")));
     assert_eq!(done["trigger"]["payload"], json!({ "order": "A-17", "total": 42 }), "the trigger is an object, as the Resend SDKs read it");
     let email_id = done["steps"][3]["outcome"]["email_id"].as_str().unwrap().to_string();

@@ -1,5 +1,6 @@
 //! Clients in the wild, run as programs against a real Herald: the official Resend SDKs for
-//! Python (PyPI `resend`) and Node (npm `resend`) make every call that maps to a Herald route
+//! Python (PyPI `resend`), Node (npm `resend`) and Rust (crates.io `resend-rs`, the workspace
+//! member `tests/clients/resend_rs`) make every call that maps to a Herald route
 //! and check each answer. `scripts/test` installs them (`.venv/`, `tests/clients/node_modules`).
 
 use std::process::Command;
@@ -51,6 +52,17 @@ async fn the_node_resend_sdk_makes_every_call_herald_serves() {
     assert!(script("node_modules/resend").exists(), "tests/clients/node_modules is missing: run scripts/test (npm ci)");
     let mut command = Command::new("node");
     command.arg(script("resend_sdk.mjs"));
+    let said = run_ok(with_env(command, &mail, smtp_port)).await;
+    assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
+}
+
+#[tokio::test]
+async fn the_rust_resend_sdk_makes_every_call_herald_serves() {
+    let (mail, smtp_port) = setup().await;
+    let binary = tests::clients::root().join("target/debug/resend-rs-check");
+    assert!(binary.exists(), "{} is missing: build the workspace (cargo build --workspace --bins)", binary.display());
+    let mut command = Command::new(binary);
+    command.env("RESEND_RATE_LIMIT", "1000");
     let said = run_ok(with_env(command, &mail, smtp_port)).await;
     assert!(said.lines().filter(|line| line.starts_with("ok ")).count() > 50, "{said}");
 }

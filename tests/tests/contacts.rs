@@ -100,6 +100,36 @@ async fn unsubscribing_and_resubscribing_write_consent_records_kept_after_erasur
 }
 
 #[tokio::test]
+async fn contact_events_name_the_segments_holding_the_contact_as_the_resend_sdks_read_them() {
+    let app = TestApp::spawn().await;
+    let explicit = app.post("/segments", json!({ "name": "Hand-picked" })).await.body["id"].as_str().unwrap().to_string();
+    let by_filter = app.post("/segments", json!({ "name": "Example people", "filter": { "all": [{ "field": "email", "op": "contains", "value": "@example.com" }] } })).await;
+    assert_eq!(by_filter.status, 201, "{}", by_filter.body);
+    let by_filter = by_filter.body["id"].as_str().unwrap().to_string();
+    let held = create(&app, json!({ "email": "held@example.com", "segments": [{ "id": explicit }] })).await;
+    create(&app, json!({ "email": "alone@elsewhere.test" })).await;
+    let data = |email: &'static str, kind: &'static str| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, Value>("SELECT data FROM events WHERE type = $1 AND data->>'email' = $2").bind(kind).bind(email).fetch_one(&pool).await.unwrap()
+        }
+    };
+    let created = data("held@example.com", "contact.created").await;
+    let mut ids: Vec<String> = serde_json::from_value(created["segment_ids"].clone()).unwrap();
+    ids.sort();
+    let mut expected = vec![explicit.clone(), by_filter.clone()];
+    expected.sort();
+    assert_eq!(ids, expected, "by membership and by filter: {created}");
+    assert!(created["audience_id"] == json!(explicit) || created["audience_id"] == json!(by_filter), "the first of them: {created}");
+    let alone = data("alone@elsewhere.test", "contact.created").await;
+    assert_eq!((&alone["segment_ids"], &alone["audience_id"]), (&json!([]), &json!("")), "a string, which the Rust SDK needs");
+
+    assert_eq!(app.delete(&format!("/contacts/{held}")).await.status, 200);
+    let deleted = data("held@example.com", "contact.deleted").await;
+    assert_eq!(deleted["segment_ids"].as_array().unwrap().len(), 2, "the segments that held it just before: {deleted}");
+}
+
+#[tokio::test]
 async fn the_plan_contact_limit_and_bad_input_are_refused_and_write_nothing() {
     let app = TestApp::spawn_unthrottled().await;
     sqlx::query("UPDATE plans SET contact_limit = 1 WHERE code = 'free'").execute(&app.pool).await.unwrap();

@@ -13,7 +13,7 @@ async fn add(app: &TestApp, body: Value) -> Value {
 }
 
 fn record<'a>(domain: &'a Value, kind: &str) -> &'a Value {
-    domain["records"].as_array().unwrap().iter().find(|r| r["record"] == kind).unwrap()
+    domain["records"].as_array().unwrap().iter().find(|r| r["kind"] == kind).unwrap()
 }
 
 /// Publishes the domain's DKIM key (as two strings) and mail-from CNAME in the test DNS.
@@ -64,8 +64,10 @@ async fn a_new_domain_answers_its_records_and_keeps_a_fresh_dkim_key() {
     assert_eq!((domain["name"].as_str(), domain["status"].as_str()), (Some("example.test"), Some("not_started")));
     assert_eq!(domain["tls"], "opportunistic");
     assert_eq!(domain["capabilities"], json!({ "sending": "enabled", "receiving": "disabled" }));
-    let kinds: Vec<_> = domain["records"].as_array().unwrap().iter().map(|r| r["record"].as_str().unwrap()).collect();
+    let kinds: Vec<_> = domain["records"].as_array().unwrap().iter().map(|r| r["kind"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["dkim", "mail_from", "receiving", "tracking"]);
+    let names: Vec<_> = domain["records"].as_array().unwrap().iter().map(|r| r["record"].as_str().unwrap()).collect();
+    assert_eq!(names, ["DKIM", "SPF", "Receiving MX", "Tracking"], "as the Resend SDKs name them");
 
     let dkim = record(&domain, "dkim");
     assert_eq!((dkim["name"].as_str(), dkim["type"].as_str()), (Some("svc._domainkey"), Some("TXT")));

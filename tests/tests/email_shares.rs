@@ -24,6 +24,9 @@ async fn a_share_link_shows_the_email_read_only_until_it_is_revoked() {
     assert_eq!(shared.status, 200, "{}", shared.body);
     assert_eq!(shared.body["object"], "email_share");
     assert_eq!(shared.body["email_id"], id.as_str());
+    assert_eq!(shared.body["id"], id.as_str(), "the email's id, where the Resend SDKs read it");
+    let share_id: String = sqlx::query_scalar("SELECT id::text FROM email_shares").fetch_one(&mail.app.pool).await.unwrap();
+    assert_eq!(shared.body["share_id"], share_id.as_str());
     let url = shared.body["url"].as_str().unwrap().to_string();
     assert!(url.starts_with(&format!("{}/share/", mail.app.config.public_url)), "{url}");
     let expires = chrono::DateTime::parse_from_rfc3339(shared.body["expires_at"].as_str().unwrap()).unwrap();
@@ -118,13 +121,14 @@ async fn metrics_count_each_outcome_of_the_emails_accepted_in_the_window() {
     let metrics = mail.app.get("/emails/metrics").await;
     assert_eq!(metrics.status, 200, "{}", metrics.body);
     let m = &metrics.body;
-    assert_eq!(m["object"], "email_metrics");
+    assert_eq!(m["object"], "metrics");
     assert_eq!(
         (&m["received"], &m["sent"], &m["delivered"], &m["bounced"], &m["complained"], &m["canceled"], &m["failed"]),
         (&json!(4), &json!(3), &json!(2), &json!(1), &json!(1), &json!(1), &json!(0)),
         "{m}"
     );
     assert_eq!(m["opened"], 0);
+    assert_eq!((&m["totals"]["received"], &m["totals"]["delivered"], &m["totals"]["bounced"]), (&json!(4), &json!(2), &json!(1)), "{m}");
     assert_eq!(m["bounce_rate"], 0.25);
     assert_eq!(m["delivery_rate"], 0.5);
 

@@ -163,7 +163,7 @@ async fn a_refused_sender_domain_is_told_what_to_call_and_which_records_are_miss
     assert!(fresh.contains("`dkim` record is `not_started`") && fresh.contains("`mail_from` record is `not_started`"), "{fresh}");
 
     // DKIM published and checked, the mail-from CNAME still missing: only it is named.
-    let dkim = created.body["records"].as_array().unwrap().iter().find(|r| r["record"] == "dkim").unwrap();
+    let dkim = created.body["records"].as_array().unwrap().iter().find(|r| r["kind"] == "dkim").unwrap();
     let (first, second) = dkim["value"].as_str().unwrap().split_at(255);
     mail.app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
     let checked = mail.app.post(&format!("/domains/{id}/verify"), json!({})).await;
@@ -366,9 +366,23 @@ async fn the_list_filters_by_status_key_dates_search_and_tags_and_retrieve_shows
     assert_eq!(attachments["data"][0]["filename"], "r.txt");
     assert_eq!(attachments["data"][0]["content_id"], "r42");
     let attachment_id = attachments["data"][0]["id"].as_str().unwrap();
+    assert_eq!(attachments["data"][0]["content_disposition"], "inline", "it has a Content-ID");
     let one = mail.app.get(&format!("/emails/{first}/attachments/{attachment_id}")).await.body;
     assert_eq!(one["content"], base64::engine::general_purpose::STANDARD.encode("42"));
     mail.app.get(&format!("/emails/{second}/attachments/{attachment_id}")).await.assert_error(404, "not_found");
+
+    // Its download link needs no credential; an altered one is the same 404 as an unknown one.
+    let link = one["download_url"].as_str().unwrap();
+    assert!(link.starts_with(&format!("{}/email-attachments/", mail.app.config.public_url)), "{link}");
+    let token = link.rsplit('/').next().unwrap();
+    let downloaded = reqwest::get(mail.app.url(&format!("/email-attachments/{token}"))).await.unwrap();
+    assert_eq!((downloaded.status().as_u16(), downloaded.headers()["content-type"].to_str().unwrap()), (200, "text/plain"));
+    assert!(downloaded.headers()["content-disposition"].to_str().unwrap().starts_with("attachment;"));
+    assert_eq!(downloaded.text().await.unwrap(), "42");
+    let altered = format!("{}{}", &token[..token.len() - 2], if token.ends_with("AA") { "BB" } else { "AA" });
+    for bad in [altered.as_str(), "nothing-here"] {
+        assert_eq!(reqwest::get(mail.app.url(&format!("/email-attachments/{bad}"))).await.unwrap().status(), 404, "{bad}");
+    }
 }
 
 #[tokio::test]

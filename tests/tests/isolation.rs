@@ -293,7 +293,7 @@ Content-Disposition: attachment; filename=a.pdf\r\n\r\n%PDF\r\n--b--\r\n");
     .await;
     let events = format!("/webhooks/{}/events", webhook["id"].as_str().unwrap());
     waited("the webhook's event is delivered", || async {
-        (get(app, team, &events).await["data"][0]["status"] == "succeeded").then_some(())
+        (get(app, team, &events).await["data"][0]["status"] == "success").then_some(())
     })
     .await;
     waited("the team's calls are logged", || async { get(app, team, "/logs").await["data"].as_array().is_some_and(|d| !d.is_empty()).then_some(()) })

@@ -100,7 +100,13 @@ async fn a_message_to_a_receiving_domain_is_stored_with_its_attachments_and_raw_
     assert_eq!(one["html"], "<p onclick=\"steal()\">Hello, my order is late.</p>", "stored as decoded, never sanitised");
     assert_eq!(one["text"], "Hello, my order is late.");
     assert_eq!(one["message_id"], "m42@sender.test");
-    assert_eq!(one["headers"]["subject"], json!(["Help with order 42"]));
+    assert_eq!(one["headers"]["subject"], "Help with order 42", "the first value, as the Resend SDKs read headers");
+    assert_eq!(one["header_values"]["subject"], json!(["Help with order 42"]));
+    let raw_link = one["raw"]["download_url"].as_str().unwrap();
+    let raw_path = raw_link.split_once("://").unwrap().1.split_once('/').unwrap().1;
+    let raw = reqwest::get(app.url(&format!("/{raw_path}"))).await.unwrap(); // the link is on HERALD_PUBLIC_URL
+    assert_eq!((raw.status().as_u16(), raw.headers()["content-type"].to_str().unwrap().to_string()), (200, "message/rfc822".to_string()));
+    assert!(String::from_utf8_lossy(&raw.bytes().await.unwrap()).contains("m42@sender.test"), "the raw link downloads the message as received");
     assert_eq!(one["dropped_reason"], json!(null));
     let names: Vec<&str> = one["attachments"].as_array().unwrap().iter().map(|a| a["filename"].as_str().unwrap()).collect();
     assert_eq!(names, ["page.html", "invoice.pdf"], "a name never leaves its folder");
@@ -109,6 +115,10 @@ async fn a_message_to_a_receiving_domain_is_stored_with_its_attachments_and_raw_
     let parts = app.get(&format!("/emails/receiving/{id}/attachments")).await.body;
     let html_part = &parts["data"][0];
     assert!(html_part["expires_at"].is_string());
+    let part_path = format!("/emails/receiving/{id}/attachments/{}", html_part["id"].as_str().unwrap());
+    let one_part = app.get(&part_path).await;
+    assert_eq!((one_part.status, &one_part.body["filename"], one_part.body["download_url"].is_string()), (200, &html_part["filename"], true), "{}", one_part.body);
+    assert_eq!(app.get(&format!("/emails/receiving/{id}/attachments/{}", uuid::Uuid::now_v7())).await.status, 404, "an unknown attachment");
     // The link is on HERALD_PUBLIC_URL; the test server listens elsewhere.
     let local = |link: &str| app.url(&format!("/{}", link.split_once("://").unwrap().1.split_once('/').unwrap().1));
     let url = &local(html_part["download_url"].as_str().unwrap());
@@ -355,7 +365,8 @@ async fn a_team_past_its_allowances_or_blocked_gets_a_dropped_record_with_the_re
     let dropped = newest().await;
     assert_eq!((dropped["subject"].as_str(), dropped["dropped_reason"].as_str()), (Some("second"), Some("daily_cap")));
     let one = app.get(&format!("/emails/receiving/{}", dropped["id"].as_str().unwrap())).await.body;
-    assert_eq!((one["html"].clone(), one["text"].clone(), one["headers"].clone()), (json!(null), json!(null), json!(null)));
+    assert_eq!((one["html"].clone(), one["text"].clone(), one["header_values"].clone(), one["raw"].clone()), (json!(null), json!(null), json!(null), json!(null)));
+    assert_eq!(one["headers"], json!({}));
     let raw = app.request(reqwest::Method::GET, &format!("/emails/receiving/{}/raw", dropped["id"].as_str().unwrap())).send().await.unwrap();
     assert_eq!(raw.status(), 404, "a dropped message keeps no source");
 

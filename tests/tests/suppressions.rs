@@ -49,6 +49,45 @@ async fn a_batch_adds_up_to_a_hundred_and_the_list_filters_newest_first() {
 }
 
 #[tokio::test]
+async fn a_batch_removes_suppressions_named_by_address_or_id_and_skips_names_that_match_none() {
+    let app = TestApp::spawn().await;
+    let added = app.post("/suppressions/batch/add", json!({ "emails": ["a@x.test", "b@x.test", "c@x.test"] })).await.body;
+    let b = added["data"][1]["id"].as_str().unwrap().to_string();
+    let (_, other) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let theirs = tests::Answer::from(app.request_as(&other, reqwest::Method::POST, "/suppressions").json(&json!({ "email": "a@x.test" })).send().await.unwrap()).await;
+    assert_eq!(theirs.status, 201);
+
+    let body = json!({ "emails": ["A@X.test", "nobody@x.test"], "ids": [b, uuid::Uuid::now_v7()] });
+    let removed = app.post("/suppressions/batch/remove", body).await;
+    assert_eq!(removed.status, 200, "{}", removed.body);
+    let mut ids: Vec<&str> = removed.body["data"].as_array().unwrap().iter().map(|d| d["id"].as_str().unwrap()).collect();
+    ids.sort();
+    let mut expected = vec![added["data"][0]["id"].as_str().unwrap(), b.as_str()];
+    expected.sort();
+    assert_eq!(ids, expected, "{}", removed.body);
+    assert!(removed.body["data"].as_array().unwrap().iter().all(|d| d["deleted"] == true && d["object"] == "suppression"));
+    let left: Vec<String> = sqlx::query_scalar("SELECT email FROM suppressions ORDER BY email").fetch_all(&app.pool).await.unwrap();
+    assert_eq!(left, ["a@x.test", "c@x.test"], "the other team's a@x.test and this team's c@x.test stay");
+    let events: i64 = sqlx::query_scalar("SELECT count(*) FROM events WHERE type = 'suppression.removed'").fetch_one(&app.pool).await.unwrap();
+    assert_eq!(events, 2, "one event per suppression removed");
+
+    let too_many: Vec<String> = (0..101).map(|i| format!("r{i}@x.test")).collect();
+    let bad_bodies = [
+        (json!({}), "emails"),
+        (json!({ "emails": [] }), "emails"),
+        (json!({ "emails": too_many }), "emails"),
+        (json!({ "emails": ["c@x.test", "nope"] }), "emails[1]"),
+        (json!({ "ids": ["not-an-id"] }), "ids[0]"),
+    ];
+    for (bad, path) in bad_bodies {
+        let answer = app.post("/suppressions/batch/remove", bad.clone()).await;
+        answer.assert_error(400, "validation_error");
+        assert_eq!(answer.body["errors"][0]["path"], path, "{bad}: {}", answer.body);
+    }
+    assert_eq!(app.count("suppressions").await, 2, "a refused batch removes nothing");
+}
+
+#[tokio::test]
 async fn bad_suppression_input_is_refused_and_writes_nothing() {
     let app = TestApp::spawn().await;
     app.post("/suppressions", json!({})).await.assert_error(422, "missing_required_field");

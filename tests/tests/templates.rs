@@ -61,6 +61,7 @@ async fn a_new_template_is_draft_version_1_found_by_id_or_alias() {
     }
     let list = app.get("/templates?search=recei").await;
     assert_eq!(list.body["data"].as_array().unwrap().len(), 1, "{}", list.body);
+    assert_eq!(list.body["data"][0]["published_at"], Value::Null, "a draft: {}", list.body);
     let none = app.get("/templates?search=nothing%25").await;
     assert_eq!(none.body["data"].as_array().unwrap().len(), 0);
 }

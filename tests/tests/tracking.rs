@@ -22,7 +22,7 @@ async fn setup() -> Mail {
     let patched = app.patch(&format!("/domains/{id}"), json!({ "open_tracking": true, "click_tracking": true })).await;
     assert_eq!(patched.status, 200, "{}", patched.body);
     let domain = app.get(&format!("/domains/{id}")).await.body;
-    let tracking = domain["records"].as_array().unwrap().iter().find(|r| r["record"] == "tracking").unwrap();
+    let tracking = domain["records"].as_array().unwrap().iter().find(|r| r["kind"] == "tracking").unwrap();
     app.dns.zone.set_cname(tracking["fqdn"].as_str().unwrap(), tracking["value"].as_str().unwrap());
     let verified = app.post(&format!("/domains/{id}/verify"), json!({})).await;
     assert_eq!(verified.body["status"], "verified", "{}", verified.body);

@@ -158,7 +158,9 @@ async fn an_email_s_content_is_withheld_with_email_above_quota_while_the_team_is
     assert_eq!(sent.status, 200, "{}", sent.body);
     let id = sent.body["data"][0]["id"].as_str().unwrap().to_string();
     mail.send(item(100)).await;
-    let attachment = app.get(&format!("/emails/{id}/attachments")).await.body["data"][0]["id"].as_str().unwrap().to_string();
+    let listed = app.get(&format!("/emails/{id}/attachments")).await.body["data"][0].clone();
+    let attachment = listed["id"].as_str().unwrap().to_string();
+    let download = app.url(&format!("/email-attachments/{}", listed["download_url"].as_str().unwrap().rsplit('/').next().unwrap()));
     assert_eq!(app.get(&format!("/emails/{id}")).await.status, 200, "within the pro plan's limits");
 
     // The operator moves the team to the free plan: 101 sent today is past its daily cap of 100.
@@ -169,6 +171,7 @@ async fn an_email_s_content_is_withheld_with_email_above_quota_while_the_team_is
     }
     app.post(&format!("/emails/{id}/share"), json!({})).await.assert_error(403, "email_above_quota");
     assert_eq!(app.count("email_shares").await, shares_before, "no view link was made");
+    assert_eq!(reqwest::get(&download).await.unwrap().status(), 403, "a download link minted before waits too");
     // Lists and metrics still answer; another team's email is still 404 first.
     assert_eq!(app.get("/emails").await.status, 200);
     assert_eq!(app.get(&format!("/emails/{id}/attachments")).await.status, 200);

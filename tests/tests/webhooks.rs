@@ -64,12 +64,14 @@ async fn a_failing_endpoint_is_retried_on_the_schedule_and_every_attempt_is_reco
     let mail = setup().await;
     let receiver = Receiver::start().await;
     receiver.answer("/hook", Answer::Status(500));
-    create(&mail, &receiver.url("/hook"), &["email.sent"]).await;
+    let webhook = create(&mail, &receiver.url("/hook"), &["email.sent"]).await["id"].as_str().unwrap().to_string();
     mail.send(Mail::message("delivered@simulator.herald.test")).await;
 
     let failed = receiver.wait_for("/hook", 2, WAIT).await;
     assert!(failed[1].at - failed[0].at >= Duration::from_millis(900), "the retry waits for the schedule");
     assert_eq!(failed[0].header("hook-id"), failed[1].header("hook-id"), "a retry keeps its hook-id");
+    let event = mail.app.get(&format!("/webhooks/{webhook}/events/{}", failed[0].header("hook-id"))).await.body;
+    assert_eq!(event["status"], "attempting", "tried, to be tried again: {event}");
     receiver.answer("/hook", Answer::Status(204));
     receiver.wait_for("/hook", 3, WAIT).await;
 
@@ -95,7 +97,7 @@ async fn a_delivery_fails_once_the_schedule_is_spent_and_a_refused_connection_co
     let mail = setup().await;
     // A port nothing listens on: the connection is refused.
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    create(&mail, &format!("http://{closed}/gone"), &["email.sent"]).await;
+    let webhook = create(&mail, &format!("http://{closed}/gone"), &["email.sent"]).await["id"].as_str().unwrap().to_string();
     mail.send(Mail::message("delivered@simulator.herald.test")).await;
     let status: String = tests::eventually(|| async {
         sqlx::query_scalar("SELECT status FROM webhook_deliveries WHERE status = 'failed'").fetch_optional(&mail.app.pool).await.unwrap()
@@ -106,6 +108,13 @@ async fn a_delivery_fails_once_the_schedule_is_spent_and_a_refused_connection_co
         sqlx::query_scalar("SELECT error FROM webhook_attempts ORDER BY id").fetch_all(&mail.app.pool).await.unwrap();
     assert_eq!(errors.len(), 3, "the first attempt and two retries");
     assert!(errors.iter().all(|e| e.is_some()), "{errors:?}");
+
+    let event = mail.app.get(&format!("/webhooks/{webhook}/events")).await.body["data"][0].clone();
+    assert_eq!(event["status"], "failed");
+    let attempts = mail.app.get(&format!("/webhooks/{webhook}/events/{}/attempts", event["id"].as_str().unwrap())).await.body;
+    let first = &attempts["data"][0];
+    assert_eq!((&first["status_code"], &first["http_status_code"]), (&json!(null), &json!(0)), "no answer reads as 0 where the Resend SDKs want a number");
+    assert_eq!(first["response"], first["error"], "the response is why there was none");
 }
 
 #[tokio::test]
@@ -211,16 +220,19 @@ async fn delivered_events_and_their_attempts_can_be_read_and_replayed_with_the_s
 
     let listed = tests::eventually(|| async {
         let listed = mail.app.get(&format!("/webhooks/{webhook}/events")).await;
-        (listed.body["data"][0]["status"] == "succeeded").then_some(listed.body)
+        (listed.body["data"][0]["status"] == "success").then_some(listed.body)
     })
     .await;
     assert_eq!(listed["data"][0]["id"], event_id.as_str());
     assert_eq!(listed["data"][0]["type"], "email.sent");
     let one = mail.app.get(&format!("/webhooks/{webhook}/events/{event_id}")).await;
     assert_eq!((one.status, &one.body["attempts"]), (200, &json!(1)));
+    let delivered: serde_json::Value = serde_json::from_slice(&first.body).unwrap();
+    assert_eq!(one.body["payload"], delivered, "the payload is the envelope as delivered");
     let attempts = mail.app.get(&format!("/webhooks/{webhook}/events/{event_id}/attempts")).await;
-    assert_eq!(attempts.body["data"][0]["status_code"], 200);
-    assert_eq!(attempts.body["data"][0]["replay"], false);
+    let attempt = &attempts.body["data"][0];
+    assert_eq!((&attempt["status_code"], &attempt["http_status_code"], &attempt["replay"]), (&json!(200), &json!(200), &json!(false)));
+    assert_eq!((&attempt["sent_at"], attempt["response"].is_string()), (&attempt["created_at"], true), "the Resend SDKs' names");
 
     let replayed = mail.app.post(&format!("/webhooks/{webhook}/events/{event_id}/replay"), json!({})).await;
     assert_eq!(replayed.status, 200, "{}", replayed.body);

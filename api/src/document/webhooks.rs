@@ -43,7 +43,8 @@ pub fn schemas() -> Value {
                 "region": { "type": "string", "description": "Where the domain's mail leaves from." },
                 "created_at": { "type": "string", "format": "date-time", "description": "When the domain was added." },
                 "records": { "type": "array", "description": "Each of the domain's records with what its last check found.", "items": { "type": "object", "properties": {
-                    "record": { "type": "string", "description": "`dkim`, `mail_from`, `receiving` or `tracking`." },
+                    "record": { "type": "string", "description": "`DKIM`, `SPF` (the mail-from record), `Receiving MX` or `Tracking`, as the Resend SDKs name them." },
+                    "kind": { "type": "string", "description": "`dkim`, `mail_from`, `receiving` or `tracking`." },
                     "type": { "type": "string", "description": "`TXT`, `CNAME` or `MX`." },
                     "status": { "type": "string", "description": "What DNS said about the record at its last check." }
                 } } }

@@ -35,6 +35,25 @@ pub struct AddSuppressions {
     pub emails: Vec<EmailAddress>,
 }
 
+/// Body of `POST /suppressions/batch/remove`: addresses, ids, or both; 1 to 100 in all.
+#[derive(Object, Deserialize)]
+pub struct RemoveSuppressions {
+    /// Suppressed addresses to remove.
+    #[oai(validator(max_items = 100))]
+    pub emails: Option<Vec<EmailAddress>>,
+    /// Ids of suppressions to remove.
+    #[oai(validator(max_items = 100))]
+    pub ids: Option<Vec<IdText>>,
+}
+
+/// The suppressions a batch removed.
+#[derive(Object)]
+pub struct RemovedSuppressions {
+    /// Each suppression removed, as `{ object, id, deleted: true }`; a name that matched none
+    /// is not listed.
+    pub data: Vec<Deleted>,
+}
+
 /// `{ object: 'suppression', id }`.
 #[derive(Object)]
 pub struct SuppressionRef {
@@ -137,6 +156,40 @@ impl SuppressionsApi {
         let data = add(&mut tx, caller.team_id, parsed).await?;
         tx.commit().await?;
         Ok(BatchResponse::Created(Json(SuppressionRefs { data })))
+    }
+
+    /// Remove up to 100 suppressions at once, named by address or by id; emits
+    /// `suppression.removed` for each one removed. Names that match none are skipped.
+    #[oai(path = "/suppressions/batch/remove", method = "post", operation_id = "batch-remove-suppressions")]
+    async fn batch_remove(&self, state: Data<&AppState>, caller: Data<&Caller>, body: Body<RemoveSuppressions>) -> ApiResult<Json<RemovedSuppressions>> {
+        let (emails, ids) = (body.0.emails.unwrap_or_default(), body.0.ids.unwrap_or_default());
+        if emails.is_empty() && ids.is_empty() || emails.len() + ids.len() > MAX_BATCH {
+            return Err(ApiError::invalid_field("emails", format!("`emails` and `ids` must hold 1 to {MAX_BATCH} entries in all")));
+        }
+        let mut error: Option<ApiError> = None;
+        let mut keep = |bad: ApiError| match &mut error {
+            Some(first) => first.errors.extend(bad.errors),
+            None => error = Some(bad),
+        };
+        let addresses: Vec<String> = emails.iter().enumerate().filter_map(|(i, raw)| address(&format!("emails[{i}]"), raw).map_err(&mut keep).ok()).collect();
+        let ids: Vec<uuid::Uuid> = ids
+            .iter()
+            .enumerate()
+            .filter_map(|(i, raw)| uuid::Uuid::parse_str(raw).map_err(|_| keep(ApiError::invalid_field(&format!("ids[{i}]"), "must be a suppression id"))).ok())
+            .collect();
+        if let Some(error) = error {
+            return Err(error);
+        }
+        let mut tx = state.pool.begin().await?;
+        let removed = suppressions::delete_many(&mut tx, caller.team_id, &ids, &addresses).await?;
+        let events: Vec<NewEvent> = removed
+            .iter()
+            .map(|row| NewEvent { team_id: caller.team_id, event_type: "suppression.removed", data: row.event_data(), email_id: None })
+            .collect();
+        events::emit(&mut tx, &events).await?;
+        tx.commit().await?;
+        let data = removed.into_iter().map(|row| Deleted { object: "suppression".into(), id: row.id.to_string(), deleted: true }).collect();
+        Ok(Json(RemovedSuppressions { data }))
     }
 
     /// List the team's suppressions, newest first.

@@ -110,7 +110,8 @@ pub struct WebhookEventView {
     pub event_type: String,
     /// When the event happened (the envelope's `created_at`).
     pub created_at: DateTime<Utc>,
-    /// `pending`, `succeeded` or `failed`.
+    /// `pending` (not tried yet), `attempting` (tried, to be tried again), `success` or
+    /// `failed`: the Resend SDKs' values.
     pub status: String,
     /// Attempts made so far to deliver it.
     pub attempts: i32,
@@ -120,6 +121,8 @@ pub struct WebhookEventView {
     pub next_attempt_at: Nullable<DateTime<Utc>>,
     /// The envelope's `data`.
     pub data: serde_json::Value,
+    /// The envelope as delivered: `{ type, created_at, data }`.
+    pub payload: serde_json::Value,
 }
 
 /// A page of delivered events.
@@ -152,6 +155,12 @@ pub struct AttemptView {
     pub replay: bool,
     /// When the attempt was made.
     pub created_at: DateTime<Utc>,
+    /// The endpoint's HTTP status, `0` when it did not answer (the Resend SDKs' field).
+    pub http_status_code: i32,
+    /// The answer's first 2,048 bytes, or why there was none (the Resend SDKs' field).
+    pub response: String,
+    /// When the attempt was made (the Resend SDKs' field).
+    pub sent_at: DateTime<Utc>,
 }
 
 /// An event's attempts, oldest first.
@@ -305,6 +314,9 @@ impl WebhooksApi {
             .map(|a| AttemptView {
                 object: "webhook_attempt".into(),
                 id: a.id.to_string(),
+                http_status_code: a.status_code.unwrap_or(0),
+                response: a.response_body.clone().or_else(|| a.error.clone()).unwrap_or_default(),
+                sent_at: a.created_at,
                 status_code: a.status_code.into(),
                 error: a.error.into(),
                 response_body: a.response_body.into(),
@@ -374,13 +386,20 @@ async fn delivered(state: &AppState, caller: &Caller, webhook_id: &str, event_id
 }
 
 fn event_view(event: DeliveredEvent) -> WebhookEventView {
+    let status = match (event.status.as_str(), event.attempts) {
+        ("succeeded", _) => "success",
+        ("pending", 0) => "pending",
+        ("pending", _) => "attempting",
+        _ => "failed",
+    };
     WebhookEventView {
         object: "webhook_event".into(),
         id: event.event_id.to_string(),
+        payload: serde_json::json!({ "type": event.event_type, "created_at": event.event_created_at, "data": event.data }),
         event_type: event.event_type,
         created_at: event.event_created_at,
         next_attempt_at: (event.status == "pending").then_some(event.next_attempt_at).into(),
-        status: event.status,
+        status: status.into(),
         attempts: event.attempts,
         last_attempt_at: event.last_attempt_at.into(),
         data: event.data,

@@ -194,11 +194,11 @@ async fn announce(tx: &mut PgConnection, team_id: Uuid, ids: Vec<Uuid>) -> anyho
     if ids.is_empty() || !migrations::hears_contact_created(tx, team_id).await? {
         return Ok(());
     }
-    let events: Vec<NewEvent> = migrations::contacts_by_id(tx, &ids)
+    let made = migrations::contacts_by_id(tx, &ids).await?;
+    let events: Vec<NewEvent> = segments::contact_event_data(tx, &made)
         .await?
-        .iter()
-        .map(|c| {
-            let mut data = c.event_data();
+        .into_iter()
+        .map(|mut data| {
             data["source"] = json!("migration");
             NewEvent { team_id, event_type: "contact.created", data, email_id: None }
         })

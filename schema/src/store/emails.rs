@@ -544,6 +544,17 @@ pub async fn attachment(conn: &mut PgConnection, email_id: Uuid, id: Uuid) -> sq
     .await
 }
 
+/// A sent attachment by its id alone (its download link is the credential): the team, file
+/// name, type and bytes.
+pub async fn attachment_download(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<Option<(Uuid, String, String, Vec<u8>)>> {
+    sqlx::query_as(
+        "SELECT e.team_id, a.filename, a.content_type, a.content FROM email_attachments a JOIN emails e ON e.id = a.email_id WHERE a.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
 /// The bytes of every attachment of an email, in order (the worker builds MIME from them).
 pub async fn attachment_contents(conn: &mut PgConnection, email_id: Uuid) -> sqlx::Result<Vec<AttachmentContent>> {
     sqlx::query_as(

@@ -154,6 +154,20 @@ pub async fn get(conn: &mut PgConnection, team_id: Uuid, key: &Key) -> sqlx::Res
     query.fetch_optional(conn).await
 }
 
+/// Deletes the team's suppressions named by id or by address, in one statement; returns the
+/// rows removed as they were (names that match none are absent).
+pub async fn delete_many(conn: &mut PgConnection, team_id: Uuid, ids: &[Uuid], emails: &[String]) -> sqlx::Result<Vec<Suppression>> {
+    sqlx::query_as(
+        "DELETE FROM suppressions WHERE team_id = $1 AND (id = ANY($2) OR email = ANY($3))
+         RETURNING id, team_id, email, origin, source_id, created_at",
+    )
+    .bind(team_id)
+    .bind(ids)
+    .bind(emails)
+    .fetch_all(conn)
+    .await
+}
+
 /// Deletes one suppression; returns it as it was.
 pub async fn delete(conn: &mut PgConnection, team_id: Uuid, id: Uuid) -> sqlx::Result<Option<Suppression>> {
     sqlx::query_as(

@@ -6,7 +6,7 @@ use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::page_request;
 use crate::http::fields::{EmailAddress, IdText, Nullable, Scalar};
 use crate::routes::audience::refs::segment_ids;
-use crate::routes::{Deleted, Tag};
+use crate::routes::Tag;
 use crate::state::{AppState, Caller};
 use chrono::{DateTime, Utc};
 use poem::web::Data;
@@ -278,15 +278,30 @@ impl ContactsApi {
     /// Erase a contact: its personal data is gone; consent records stay under a hash of the
     /// address. Emits `contact.deleted` carrying the contact as it was.
     #[oai(path = "/contacts/:contact", method = "delete", operation_id = "delete-contact")]
-    pub(crate) async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<Deleted>> {
+    pub(crate) async fn delete(&self, state: Data<&AppState>, caller: Data<&Caller>, contact: Path<String>) -> ApiResult<Json<ContactDeleted>> {
         let key = contact_key(&contact.0)?;
         let mut tx = state.pool.begin().await?;
         let before = contacts::find(&mut tx, caller.team_id, &key, true).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
+        emit(&mut tx, &before, "contact.deleted").await?; // first: it names the segments that held the contact
         contacts::delete(&mut tx, before.id).await?;
-        emit(&mut tx, &before, "contact.deleted").await?;
         tx.commit().await?;
-        Ok(Json(Deleted { object: "contact".into(), id: before.id.to_string(), deleted: true }))
+        let id = before.id.to_string();
+        Ok(Json(ContactDeleted { object: "contact".into(), contact: id.clone(), id, deleted: true }))
     }
+}
+
+/// `{ object: "contact", id, contact, deleted: true }`: the erased contact's id, also as
+/// `contact` (the field the Resend SDKs read).
+#[derive(Object)]
+pub struct ContactDeleted {
+    /// Always `contact`.
+    pub object: String,
+    /// The erased contact's id.
+    pub id: String,
+    /// The same id, as the Resend SDKs read it.
+    pub contact: String,
+    /// Always true.
+    pub deleted: bool,
 }
 
 fn address(raw: &str) -> ApiResult<String> {
@@ -370,7 +385,8 @@ async fn typed_properties(
 }
 
 async fn emit(conn: &mut sqlx::PgConnection, contact: &Contact, event_type: &'static str) -> ApiResult<()> {
-    let event = NewEvent { team_id: contact.team_id, event_type, data: contact.event_data(), email_id: None };
+    let data = segments::contact_event_data(conn, std::slice::from_ref(contact)).await?.remove(0);
+    let event = NewEvent { team_id: contact.team_id, event_type, data, email_id: None };
     events::emit(conn, &[event]).await?;
     Ok(())
 }
@@ -487,7 +503,7 @@ impl ContactAliasesApi {
         caller: Data<&Caller>,
         audience_id: Path<String>,
         contact: Path<String>,
-    ) -> ApiResult<Json<Deleted>> {
+    ) -> ApiResult<Json<ContactDeleted>> {
         live_audience(&state, &caller, &audience_id.0).await?;
         ContactsApi.delete(state, caller, contact).await
     }

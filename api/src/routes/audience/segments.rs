@@ -48,13 +48,15 @@ pub struct UpdateSegment {
     pub filter: Option<Value>,
 }
 
-/// `{ object: "segment", id }`.
+/// `{ object: "segment", id, name }` (`name` is additive, as the Resend SDKs declare it).
 #[derive(Object)]
 pub struct SegmentRef {
     /// Always `segment`.
     pub object: String,
     /// The segment's id.
     pub id: String,
+    /// The segment's name.
+    pub name: String,
 }
 
 #[derive(ApiResponse)]
@@ -108,7 +110,7 @@ impl SegmentsApi {
             return Err(problems.into_iter().fold(ApiError::refused(message), |error, (path, why)| error.with_error(path, why)));
         }
         let created = segments::insert(&mut conn, caller.team_id, name, filter.as_ref()).await?.ok_or_else(name_taken)?;
-        Ok(CreateResponse::Created(Json(SegmentRef { object: "segment".into(), id: created.id.to_string() })))
+        Ok(CreateResponse::Created(Json(SegmentRef { object: "segment".into(), id: created.id.to_string(), name: created.name.clone() })))
     }
 
     /// List the team's segments, newest first, without their filters.

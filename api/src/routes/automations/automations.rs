@@ -175,6 +175,8 @@ pub struct RunView {
     pub error: Nullable<String>,
     /// When the run started.
     pub created_at: DateTime<Utc>,
+    /// When the run started (the same instant as `created_at`: a run starts as it is made).
+    pub started_at: DateTime<Utc>,
     /// When it completed, failed or was cancelled; `null` while running.
     pub completed_at: Nullable<DateTime<Utc>>,
     /// On retrieve: every step of the version in graph order from the trigger (depth first,
@@ -210,6 +212,12 @@ pub struct RunStepView {
     /// What the step did: `{ branch }` for a condition, `{ email_id }` for a send, `{ until }`
     /// for a delay, `{ reason }` for a failure or a skipped send; `null` before it ran.
     pub outcome: Nullable<BTreeMap<String, Value>>,
+    /// The same as `outcome` (the field the Resend SDKs read).
+    pub output: Nullable<BTreeMap<String, Value>>,
+    /// The failure's reason when the step failed; `null` otherwise.
+    pub error: Nullable<String>,
+    /// When the run reached the step (as `started_at`; the field the Resend SDKs read).
+    pub created_at: Nullable<DateTime<Utc>>,
 }
 
 /// A page of runs.
@@ -300,6 +308,22 @@ impl AutomationsApi {
         automations::update(&mut tx, &automation, name, status, graph).await?;
         tx.commit().await?;
         Ok(Json(Updated { object: "automation".into(), id: automation.id.to_string() }))
+    }
+
+    /// Copy an automation's current version into a new, disabled automation named "<name>
+    /// (copy)" at version 1. The graph is checked again as on create: a template, segment or
+    /// event deleted since is `422 validation_error`.
+    #[oai(path = "/automations/:automation_id/duplicate", method = "post", operation_id = "duplicate-automation")]
+    async fn duplicate(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<CreateResponse> {
+        let mut tx = state.pool.begin().await?;
+        let automation = found(&mut tx, caller.team_id, &automation_id.0, false).await?;
+        let steps: Vec<StepIn> = serde_json::from_value(automation.steps).map_err(anyhow::Error::from)?;
+        let connections: Vec<ConnectionIn> = serde_json::from_value(automation.connections).map_err(anyhow::Error::from)?;
+        let (trigger, steps, connections) = check_graph(&mut tx, caller.team_id, steps, connections).await?;
+        let name: String = format!("{} (copy)", automation.name).chars().take(200).collect();
+        let id = automations::insert(&mut tx, caller.team_id, &name, stored::AutomationStatus::Disabled, &trigger, &steps, &connections).await?;
+        tx.commit().await?;
+        Ok(CreateResponse::Created(Json(AutomationRef { object: "automation".into(), id: id.to_string() })))
     }
 
     /// Stop an automation: it is disabled and every running run is cancelled.
@@ -442,6 +466,7 @@ fn run_view(run: Run, steps: Option<Vec<RunStepView>>) -> RunView {
         event_id: run.event_id.map(|id| id.to_string()).into(),
         error: run.error.into(),
         created_at: run.created_at,
+        started_at: run.created_at,
         completed_at: run.completed_at.into(),
         steps,
     }
@@ -459,13 +484,19 @@ fn run_steps(graph: &Graph, run: &Run, mut records: Vec<StepRecord>) -> Vec<RunS
                 None if run.status == stored::RunStatus::Running => ("pending".to_string(), None, None, None),
                 None => ("skipped".to_string(), None, None, None),
             };
+            let error = (status == "failed")
+                .then(|| outcome.as_ref().and_then(|o: &BTreeMap<String, Value>| o.get("reason")).and_then(Value::as_str).map(str::to_string))
+                .flatten();
             RunStepView {
                 key: step.key.clone(),
                 kind: Choice::new(step.kind.clone()),
                 status: Choice::new(status),
                 started_at: started_at.into(),
                 completed_at: completed_at.into(),
+                output: outcome.clone().into(),
                 outcome: outcome.into(),
+                error: error.into(),
+                created_at: started_at.into(),
             }
         })
         .collect()

@@ -8,7 +8,7 @@ use crate::state::AppState;
 use chrono::{DateTime, Utc};
 use jobs::domains::event_for;
 use poem_openapi::{Enum, Object};
-use schema::domain::{DomainStatus, RecordKind, RecordStatus, Region, Tls};
+use schema::domain::{DomainStatus, RecordKind, RecordName, RecordStatus, Region, Tls};
 use schema::store::domains::{self, Domain, RecordState};
 use schema::store::events;
 use serde::Deserialize;
@@ -46,8 +46,11 @@ pub struct Capabilities {
 /// A DNS record the domain publishes, with what the last check found.
 #[derive(Object)]
 pub struct DnsRecord {
-    /// `dkim`, `mail_from`, `receiving` or `tracking`.
-    pub record: RecordKind,
+    /// The record as the Resend SDKs name it: `DKIM`, `SPF` (the mail-from record, which
+    /// carries SPF), `Receiving MX` or `Tracking`.
+    pub record: RecordName,
+    /// Which record it is: `dkim`, `mail_from`, `receiving` or `tracking`.
+    pub kind: RecordKind,
     /// Name relative to the zone (`@` is the zone itself).
     pub name: String,
     /// Fully qualified name.
@@ -166,7 +169,8 @@ pub fn view(state: &AppState, domain: Domain, states: &[RecordState]) -> DomainV
         .map(|record| {
             let checked = states.iter().find(|s| s.kind == record.kind);
             DnsRecord {
-                record: record.kind,
+                record: record.kind.sdk_name(),
+                kind: record.kind,
                 record_type: record.kind.record_type().into(),
                 required: domain.needs(record.kind),
                 name: record.name,

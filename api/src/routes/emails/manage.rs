@@ -17,8 +17,9 @@ use schema::jobs::Deliver;
 use schema::store::emails::{self, Email};
 use schema::store::events::{self, NewEvent};
 use serde::Deserialize;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use crate::routes::emails::views::{TimelineItem, EmailView, view};
+use crate::routes::emails::received::{DOWNLOAD_VALID_SECONDS, DownloadResponse, serve_download};
 
 pub struct EmailsApi;
 
@@ -47,8 +48,13 @@ impl EmailsApi {
         let count = |kind: &str| counts.get(kind).copied().unwrap_or(0);
         let received = count("received");
         let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
+        let totals: BTreeMap<String, i64> = METRIC_NAMES.iter().map(|name| (name.to_string(), if *name == "received" { received } else { count(&format!("email.{name}")) })).collect();
         Ok(Json(EmailMetrics {
-            object: "email_metrics".into(),
+            object: "metrics".into(),
+            metrics: METRIC_NAMES.iter().map(|name| name.to_string()).collect(),
+            dimensions: Vec::new(),
+            granularity: "daily".into(),
+            totals,
             start_date: start,
             end_date: end,
             received,
@@ -152,7 +158,7 @@ impl EmailsApi {
         let mut conn = state.pool.acquire().await?;
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         let page = page_of(emails::attachments(&mut conn, id).await?, |a| a.id, &page)?;
-        let data = page.data.into_iter().map(|a| attachment_view(a, None)).collect();
+        let data = page.data.into_iter().map(|a| attachment_view(&state, a, None)).collect();
         Ok(Json(AttachmentList { object: "list".into(), has_more: page.has_more, data }))
     }
 
@@ -172,7 +178,23 @@ impl EmailsApi {
         emails::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Email"))?;
         content_readable(&mut conn, caller.team_id).await?;
         let found = emails::attachment(&mut conn, id, attachment_id).await?.ok_or_else(|| ApiError::not_found("Attachment"))?;
-        Ok(Json(attachment_view(found.attachment, Some(base64::engine::general_purpose::STANDARD.encode(found.content)))))
+        Ok(Json(attachment_view(&state, found.attachment, Some(base64::engine::general_purpose::STANDARD.encode(found.content)))))
+    }
+
+    /// Download a sent email's attachment through the `download_url` of `GET
+    /// /emails/{email_id}/attachments` (no credential; valid 15 minutes). Served as a download;
+    /// types outside a short allowlist are served as `application/octet-stream`.
+    #[oai(path = "/email-attachments/:token", method = "get", operation_id = "download-email-attachment", tag = "Tag::Pages")]
+    async fn download(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<DownloadResponse> {
+        let Some(id) = schema::tracking::verify_sent_download(&state.link_key, &token.0, Utc::now().timestamp()) else {
+            return Ok(serve_download(None));
+        };
+        let mut conn = state.pool.acquire().await?;
+        let Some((team_id, filename, content_type, bytes)) = emails::attachment_download(&mut conn, id).await? else {
+            return Ok(serve_download(None));
+        };
+        content_readable(&mut conn, team_id).await?;
+        Ok(serve_download(Some((filename, content_type, bytes))))
     }
 }
 
@@ -189,12 +211,25 @@ pub(super) async fn content_readable(conn: &mut sqlx::PgConnection, team_id: uui
     }
 }
 
+/// The metrics `GET /emails/metrics` computes, by the names the Resend SDKs use.
+const METRIC_NAMES: [&str; 10] = ["received", "sent", "delivered", "delivery_delayed", "bounced", "complained", "failed", "suppressed", "opened", "clicked"];
+
 /// Of the emails accepted in a window, how many reached each outcome. Rates are fractions of
-/// `received`.
+/// `received`. The counts appear twice: as top-level fields and in `totals`, the shape the
+/// Resend SDKs read.
 #[derive(Object)]
 pub struct EmailMetrics {
-    /// Always `email_metrics`.
+    /// Always `metrics`.
     pub object: String,
+    /// The metrics computed: `received`, `sent`, `delivered`, `delivery_delayed`, `bounced`,
+    /// `complained`, `failed`, `suppressed`, `opened`, `clicked`.
+    pub metrics: Vec<String>,
+    /// Always empty: the counts are totals over the window, not broken down.
+    pub dimensions: Vec<String>,
+    /// Always `daily` (the only bucket size; nothing is broken down by period).
+    pub granularity: String,
+    /// Each metric's count over the window.
+    pub totals: BTreeMap<String, i64>,
     /// The window's start, inclusive.
     pub start_date: DateTime<Utc>,
     /// The window's end, inclusive.
@@ -253,10 +288,16 @@ pub struct AttachmentView {
     pub content_type: String,
     /// The Content-ID an inline attachment is referenced by from the HTML (`cid:<content_id>`), or `null`.
     pub content_id: Nullable<String>,
+    /// `inline` (it has a Content-ID) or `attachment`.
+    pub content_disposition: String,
     /// Bytes.
     pub size: i32,
     /// The bytes, base64 (retrieve only).
     pub content: Nullable<String>,
+    /// A link that downloads the bytes with no credential, valid 15 minutes.
+    pub download_url: String,
+    /// When `download_url` stops working.
+    pub expires_at: DateTime<Utc>,
 }
 
 /// The attachments of an email.
@@ -278,14 +319,19 @@ pub fn locked(email: &Email) -> ApiError {
     )
 }
 
-pub fn attachment_view(attachment: emails::Attachment, content: Option<String>) -> AttachmentView {
+pub fn attachment_view(state: &AppState, attachment: emails::Attachment, content: Option<String>) -> AttachmentView {
+    let expires_at = Utc::now() + chrono::TimeDelta::seconds(DOWNLOAD_VALID_SECONDS);
+    let token = schema::tracking::sent_download_token(&state.link_key, attachment.id, expires_at.timestamp());
     AttachmentView {
         object: "attachment".into(),
         id: attachment.id.to_string(),
         filename: attachment.filename,
         content_type: attachment.content_type,
+        content_disposition: if attachment.content_id.is_some() { "inline" } else { "attachment" }.into(),
         content_id: attachment.content_id.into(),
         size: attachment.size,
         content: content.into(),
+        download_url: format!("{}/email-attachments/{token}", state.config.public_url.trim_end_matches('/')),
+        expires_at,
     }
 }

@@ -23,6 +23,7 @@ pub const DOWNLOAD_VALID_SECONDS: i64 = 15 * 60;
 /// Types served as themselves; anything else (`text/html` and `image/svg+xml` included) is
 /// served as `application/octet-stream`.
 const INLINE_SAFE_TYPES: &[&str] = &[
+    "message/rfc822",
     "application/pdf",
     "application/zip",
     "text/plain",
@@ -98,8 +99,23 @@ pub struct ReceivedEmailView {
     pub html: Nullable<String>,
     /// The text body as decoded; null when there is none or it was dropped.
     pub text: Nullable<String>,
+    /// Each header field by lower-case name with its first value (the shape the Resend SDKs
+    /// read); empty when dropped. `header_values` keeps every value of a repeated field.
+    pub headers: HashMap<String, String>,
     /// Each header field by lower-case name, its values in message order; null when dropped.
-    pub headers: Nullable<HashMap<String, Vec<String>>>,
+    pub header_values: Nullable<HashMap<String, Vec<String>>>,
+    /// A link to the raw source (`message/rfc822`) with no credential, valid 15 minutes; null
+    /// when no source is kept (a dropped message other than `parse_failed`).
+    pub raw: Nullable<RawLink>,
+}
+
+/// A link to a received email's raw source.
+#[derive(Object)]
+pub struct RawLink {
+    /// Downloads the message exactly as received, with no credential.
+    pub download_url: String,
+    /// When `download_url` stops working.
+    pub expires_at: DateTime<Utc>,
 }
 
 /// A page of received emails.
@@ -213,9 +229,24 @@ impl ReceivedApi {
         let mut conn = state.pool.acquire().await?;
         let found = received::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Received email"))?;
         let parts = received::attachments(&mut conn, caller.team_id, &[id]).await?;
-        let headers = found.headers.clone().and_then(|h| serde_json::from_value(h).ok());
+        let header_values: Option<HashMap<String, Vec<String>>> = found.headers.clone().and_then(|h| serde_json::from_value(h).ok());
+        let headers = header_values.iter().flatten().filter_map(|(name, values)| Some((name.clone(), values.first()?.clone()))).collect();
+        let kept = matches!(found.dropped_reason.as_deref(), None | Some("parse_failed"));
+        let raw = kept.then(|| {
+            let expires_at = Utc::now() + chrono::TimeDelta::seconds(DOWNLOAD_VALID_SECONDS);
+            let token = schema::tracking::raw_token(&state.link_key, id, caller.team_id, expires_at.timestamp());
+            RawLink { download_url: format!("{}/received-raw/{token}", state.config.public_url.trim_end_matches('/')), expires_at }
+        });
         let (html, text, received_for) = (found.html.clone(), found.text.clone(), found.received_for.clone());
-        Ok(Json(ReceivedEmailView { item: item(found, parts), received_for, html: html.into(), text: text.into(), headers: headers.into() }))
+        Ok(Json(ReceivedEmailView {
+            item: item(found, parts),
+            received_for,
+            html: html.into(),
+            text: text.into(),
+            headers,
+            header_values: header_values.into(),
+            raw: raw.into(),
+        }))
     }
 
     /// List a received email's attachments, each with a download link valid 15 minutes (a
@@ -239,20 +270,25 @@ impl ReceivedApi {
         let mut conn = state.pool.acquire().await?;
         received::get(&mut conn, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Received email"))?;
         let parts = page_of(received::attachments(&mut conn, caller.team_id, &[id]).await?, |a| a.id, &page)?;
-        let expires_at = Utc::now() + chrono::TimeDelta::seconds(DOWNLOAD_VALID_SECONDS);
-        let public = state.config.public_url.trim_end_matches('/');
-        let data = parts
-            .data
-            .into_iter()
-            .map(|a| {
-                let link = (!a.refused).then(|| {
-                    let token = schema::tracking::download_token(&state.link_key, a.id, expires_at.timestamp());
-                    format!("{public}/received-attachments/{token}")
-                });
-                ReceivedAttachmentLink { object: "attachment".into(), part: part_view(a), expires_at: link.is_some().then_some(expires_at), download_url: link }
-            })
-            .collect();
+        let data = parts.data.into_iter().map(|a| attachment_link(&state, a)).collect();
         Ok(Json(ReceivedAttachmentList { object: "list".into(), has_more: parts.has_more, data }))
+    }
+
+    /// Retrieve one attachment of a received email with its download link (valid 15 minutes).
+    #[oai(path = "/emails/receiving/:email_id/attachments/:attachment_id", method = "get", operation_id = "get-received-email-attachment")]
+    async fn attachment(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        email_id: Path<String>,
+        attachment_id: Path<String>,
+    ) -> ApiResult<Json<ReceivedAttachmentLink>> {
+        let id = path_id(&email_id.0, "Received email")?;
+        let attachment_id = path_id(&attachment_id.0, "Attachment")?;
+        let mut conn = state.pool.acquire().await?;
+        let parts = received::attachments(&mut conn, caller.team_id, &[id]).await?;
+        let part = parts.into_iter().find(|a| a.id == attachment_id).ok_or_else(|| ApiError::not_found("Attachment"))?;
+        Ok(Json(attachment_link(&state, part)))
     }
 
     /// The raw source of a received email as `message/rfc822` (also for one that did not
@@ -262,6 +298,17 @@ impl ReceivedApi {
         let id = path_id(&email_id.0, "Received email")?;
         let raw = received::raw(&mut *state.pool.acquire().await?, caller.team_id, id).await?.ok_or_else(|| ApiError::not_found("Received email"))?;
         Ok(RawResponse::Ok(Binary(raw), "message/rfc822".into(), format!("attachment; filename=\"{id}.eml\"")))
+    }
+
+    /// Download a received email's raw source through the `raw.download_url` of `GET
+    /// /emails/receiving/{email_id}` (no credential; valid 15 minutes).
+    #[oai(path = "/received-raw/:token", method = "get", operation_id = "download-received-raw", tag = "Tag::Pages")]
+    async fn download_raw(&self, state: Data<&AppState>, token: Path<String>) -> ApiResult<DownloadResponse> {
+        let found = match schema::tracking::verify_raw(&state.link_key, &token.0, Utc::now().timestamp()) {
+            Some((id, team_id)) => received::raw(&mut *state.pool.acquire().await?, team_id, id).await?.map(|raw| (format!("{id}.eml"), "message/rfc822".to_string(), raw)),
+            None => None,
+        };
+        Ok(serve_download(found))
     }
 
     /// Delete a received email with its attachments and raw source; it answers 404 afterwards.
@@ -285,19 +332,35 @@ impl ReceivedApi {
             Some(id) => received::attachment_content(&mut *state.pool.acquire().await?, id).await?,
             None => None,
         };
-        let Some((filename, content_type, bytes)) = found else {
-            return Ok(DownloadResponse::NotFound(PlainText("Not found".into())));
-        };
-        let served = if INLINE_SAFE_TYPES.contains(&content_type.as_str()) { content_type } else { "application/octet-stream".into() };
-        Ok(DownloadResponse::Ok(
-            Binary(bytes),
-            served,
-            content_disposition(&filename),
-            "nosniff".into(),
-            "default-src 'none'; sandbox".into(),
-            "private, no-store".into(),
-        ))
+        Ok(serve_download(found))
     }
+}
+
+/// A received attachment with its download link (none for a refused part).
+fn attachment_link(state: &AppState, a: Attachment) -> ReceivedAttachmentLink {
+    let expires_at = Utc::now() + chrono::TimeDelta::seconds(DOWNLOAD_VALID_SECONDS);
+    let link = (!a.refused).then(|| {
+        let token = schema::tracking::download_token(&state.link_key, a.id, expires_at.timestamp());
+        format!("{}/received-attachments/{token}", state.config.public_url.trim_end_matches('/'))
+    });
+    ReceivedAttachmentLink { object: "attachment".into(), part: part_view(a), expires_at: link.is_some().then_some(expires_at), download_url: link }
+}
+
+/// An attachment's bytes served as a download (types outside a short allowlist as
+/// `application/octet-stream`), or the same 404 for any link that names nothing.
+pub fn serve_download(found: Option<(String, String, Vec<u8>)>) -> DownloadResponse {
+    let Some((filename, content_type, bytes)) = found else {
+        return DownloadResponse::NotFound(PlainText("Not found".into()));
+    };
+    let served = if INLINE_SAFE_TYPES.contains(&content_type.as_str()) { content_type } else { "application/octet-stream".into() };
+    DownloadResponse::Ok(
+        Binary(bytes),
+        served,
+        content_disposition(&filename),
+        "nosniff".into(),
+        "default-src 'none'; sandbox".into(),
+        "private, no-store".into(),
+    )
 }
 
 /// `attachment` with an ASCII fallback name and the UTF-8 name (RFC 6266, RFC 8187).

@@ -30,10 +30,12 @@ pub struct ShareRequest {
 pub struct ShareView {
     /// Always `email_share`.
     pub object: String,
-    /// The link's id.
+    /// The email the link shows (the Resend SDKs read the email's id here).
     pub id: String,
     /// The email the link shows.
     pub email_id: String,
+    /// The link's own id.
+    pub share_id: String,
     /// The read-only page, at the deployment's public URL.
     pub url: String,
     /// When the link stops working.
@@ -74,8 +76,9 @@ impl EmailSharesApi {
         let share = shares::create(&mut conn, id, &token.hash, Utc::now() + life).await?;
         Ok(Json(ShareView {
             object: "email_share".into(),
-            id: share.id.to_string(),
+            id: id.to_string(),
             email_id: id.to_string(),
+            share_id: share.id.to_string(),
             url: format!("{}/share/{}", state.config.public_url, token.plaintext),
             expires_at: share.expires_at,
             created_at: share.created_at,

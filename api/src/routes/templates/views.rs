@@ -96,6 +96,8 @@ pub struct TemplateSummary {
     pub published_version: Nullable<i32>,
     /// True when the current version is an open (unpublished) draft.
     pub has_unpublished_versions: bool,
+    /// When the current version was published, or `null` while it is a draft.
+    pub published_at: Nullable<DateTime<Utc>>,
     /// When the template was created.
     pub created_at: DateTime<Utc>,
     /// When the template was last changed.
@@ -182,6 +184,7 @@ pub fn summary(t: Template) -> TemplateSummary {
         alias: Nullable(t.alias),
         current_version: t.current_version,
         published_version: Nullable(t.published_version),
+        published_at: Nullable(t.published_at),
         created_at: t.created_at,
         updated_at: t.updated_at,
     }
