@@ -9,6 +9,10 @@ use std::time::Duration;
 /// How often a worker looks for a period to start.
 pub const TICK: Duration = Duration::from_secs(30);
 
+/// At most this many automations watching a time-based segment are evaluated per tick per
+/// worker (one statement each); the longest unevaluated go first.
+pub const TIME_WATCHES_PER_TICK: i64 = 100;
+
 /// The start of the period holding `now`.
 pub fn period_start(now: DateTime<Utc>, every: TimeDelta) -> DateTime<Utc> {
     now.duration_trunc(every).unwrap_or(now)
@@ -25,7 +29,21 @@ pub async fn tick(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<()> {
         enqueue(&mut tx, &DomainSweep { period }).await?;
     }
     tx.commit().await?;
+    enrol_time_entries(pool, now).await?;
     wake_snoozes(pool).await
+}
+
+/// `svc:segment.entered` for contacts that entered a time-based segment as time passed (each
+/// tick, so at most a tick late): see `schema::store::segment_entries`. Answers how many runs
+/// started.
+pub async fn enrol_time_entries(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<u64> {
+    let mut tx = pool.begin().await?;
+    let mut started = 0;
+    for watch in schema::store::segment_entries::claim(&mut tx, TIME_WATCHES_PER_TICK).await? {
+        started += schema::store::segment_entries::enrol_since(&mut tx, &watch, now).await?;
+    }
+    tx.commit().await?;
+    Ok(started)
 }
 
 /// Wakes the Inbox conversations whose snooze is due (each tick, so at most a tick late): they

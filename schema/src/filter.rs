@@ -3,7 +3,12 @@
 //!
 //! A condition is `{ field, op, value }` or `{ topic, subscription }`. Groups nest at most three
 //! deep and a filter holds at most 20 conditions. `not` matches when none of its items match.
+//!
+//! `created_at` also compares with an age, `"<n> <minutes|hours|days|weeks> ago"` (up to ten
+//! years): such a filter is time-based, its members changing as time passes (see
+//! [`Node::is_time_based`] and [`Node::push_sql_at`]).
 
+use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::Value;
 use sqlx::{Postgres, QueryBuilder};
 use std::collections::HashMap;
@@ -35,6 +40,29 @@ pub enum Node {
     Field { target: Target, op: Op, value: Value },
     /// Effective subscription to a topic: `opt_in` or not.
     Topic { id: Uuid, opt_in: bool, default_opt_in: bool },
+}
+
+/// The longest age a `created_at` condition may name.
+const MAX_AGE_DAYS: i64 = 3650;
+
+/// The age an `"<n> <unit> ago"` value names: more than zero and at most ten years.
+pub fn age(value: &Value) -> Option<TimeDelta> {
+    let phrase = value.as_str()?.trim().to_ascii_lowercase();
+    let age = crate::when::parse_duration(phrase.strip_suffix(" ago")?)?;
+    (age > TimeDelta::zero() && age <= TimeDelta::days(MAX_AGE_DAYS)).then_some(age)
+}
+
+/// Whether a filter as sent names an age anywhere (read before it is checked, to mark the
+/// segment time-based when it is stored).
+pub fn names_an_age(filter: &Value) -> bool {
+    match filter {
+        Value::Object(map) => {
+            (map.get("field").and_then(Value::as_str) == Some("created_at") && map.get("value").is_some_and(|v| age(v).is_some()))
+                || map.values().any(names_an_age)
+        }
+        Value::Array(items) => items.iter().any(names_an_age),
+        _ => false,
+    }
 }
 
 /// What a field condition reads.
@@ -236,6 +264,11 @@ impl Parser<'_> {
                 }
             },
             _ if fits(kind, &value) => value,
+            _ if matches!(target, Target::CreatedAt) && age(&value).is_some() => value,
+            _ if matches!(target, Target::CreatedAt) => {
+                self.problem(&format!("{path}.value"), "must be a date (ISO 8601) or an age such as `3 days ago` (minutes to ten years)");
+                return None;
+            }
             _ => {
                 let limit = if kind == Kind::String { format!(" of at most {} characters", crate::model::MAX_PROPERTY_TEXT) } else { String::new() };
                 self.problem(&format!("{path}.value"), format!("must be a {} value{limit}", kind.name()));
@@ -273,13 +306,30 @@ impl Node {
         }
     }
 
-    /// Appends this filter as one SQL condition over the contact `c`. String comparisons
-    /// ignore case; a missing value never equals anything and always differs (`neq` matches).
-    pub fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
+    /// Whether the filter names an age (`created_at` `"3 days ago"`): its members change as
+    /// time passes, not only when contacts do.
+    pub fn is_time_based(&self) -> bool {
         match self {
-            Node::All(nodes) => push_group(query, nodes, " AND ", ""),
-            Node::Any(nodes) => push_group(query, nodes, " OR ", ""),
-            Node::Not(nodes) => push_group(query, nodes, " OR ", "NOT "),
+            Node::All(nodes) | Node::Any(nodes) | Node::Not(nodes) => nodes.iter().any(Node::is_time_based),
+            Node::Field { target: Target::CreatedAt, value, .. } => age(value).is_some(),
+            _ => false,
+        }
+    }
+
+    /// Appends this filter as one SQL condition over the contact `c`, ages counted from now.
+    /// String comparisons ignore case; a missing value never equals anything and always
+    /// differs (`neq` matches).
+    pub fn push_sql(&self, query: &mut QueryBuilder<Postgres>) {
+        self.push_sql_at(query, None);
+    }
+
+    /// As [`Node::push_sql`], ages counted from `at` (now when `None`): the filter as it read
+    /// at that moment, over today's contacts.
+    pub fn push_sql_at(&self, query: &mut QueryBuilder<Postgres>, at: Option<DateTime<Utc>>) {
+        match self {
+            Node::All(nodes) => push_group(query, nodes, " AND ", "", at),
+            Node::Any(nodes) => push_group(query, nodes, " OR ", "", at),
+            Node::Not(nodes) => push_group(query, nodes, " OR ", "NOT ", at),
             Node::Topic { id, opt_in, default_opt_in } => {
                 query.push("(NOT c.unsubscribed AND COALESCE((SELECT ct.subscription = 'opt_in' FROM contact_topics ct WHERE ct.contact_id = c.id AND ct.topic_id = ");
                 query.push_bind(*id).push("), ").push_bind(*default_opt_in).push("))");
@@ -287,18 +337,18 @@ impl Node {
                     query.push(" IS NOT TRUE");
                 }
             }
-            Node::Field { target, op, value } => push_condition(query, target, *op, value),
+            Node::Field { target, op, value } => push_condition(query, target, *op, value, at),
         }
     }
 }
 
-fn push_group(query: &mut QueryBuilder<Postgres>, nodes: &[Node], joiner: &str, prefix: &str) {
+fn push_group(query: &mut QueryBuilder<Postgres>, nodes: &[Node], joiner: &str, prefix: &str, at: Option<DateTime<Utc>>) {
     query.push(prefix).push("(");
     for (i, node) in nodes.iter().enumerate() {
         if i > 0 {
             query.push(joiner);
         }
-        node.push_sql(query);
+        node.push_sql_at(query, at);
     }
     query.push(")");
 }
@@ -319,8 +369,16 @@ fn push_expression(query: &mut QueryBuilder<Postgres>, target: &Target) {
     };
 }
 
-fn push_value(query: &mut QueryBuilder<Postgres>, target: &Target, value: &Value) {
+fn push_value(query: &mut QueryBuilder<Postgres>, target: &Target, value: &Value, at: Option<DateTime<Utc>>) {
     match (target, value) {
+        (Target::CreatedAt, value) if age(value).is_some() => {
+            let seconds = age(value).map_or(0, |age| age.num_seconds());
+            match at {
+                Some(at) => query.push("(").push_bind(at).push("::timestamptz"),
+                None => query.push("(now()"),
+            };
+            query.push(" - make_interval(secs => ").push_bind(seconds as f64).push("))")
+        }
         (Target::CreatedAt, Value::String(text)) => query.push_bind(date(text)),
         (Target::Property { kind: Kind::Boolean | Kind::Date, .. }, value) => query.push_bind(value.clone()).push("::jsonb"),
         (_, Value::String(text)) => query.push("lower(").push_bind(text.clone()).push(")"),
@@ -330,7 +388,7 @@ fn push_value(query: &mut QueryBuilder<Postgres>, target: &Target, value: &Value
     };
 }
 
-fn push_condition(query: &mut QueryBuilder<Postgres>, target: &Target, op: Op, value: &Value) {
+fn push_condition(query: &mut QueryBuilder<Postgres>, target: &Target, op: Op, value: &Value, at: Option<DateTime<Utc>>) {
     // Addresses are stored lower-case already.
     let text = matches!(target, Target::Name(_) | Target::Property { kind: Kind::String, .. });
     let lhs = |query: &mut QueryBuilder<Postgres>| {
@@ -359,19 +417,19 @@ fn push_condition(query: &mut QueryBuilder<Postgres>, target: &Target, op: Op, v
                 if i > 0 {
                     query.push(", ");
                 }
-                push_value(query, target, item);
+                push_value(query, target, item, at);
             }
             query.push(")");
         }
         Op::Neq => {
             lhs(query);
             query.push(" IS DISTINCT FROM ");
-            push_value(query, target, value);
+            push_value(query, target, value, at);
         }
         _ => {
             lhs(query);
             query.push(comparison(op));
-            push_value(query, target, value);
+            push_value(query, target, value, at);
         }
     }
     query.push(")");
@@ -414,6 +472,21 @@ mod tests {
         assert_eq!(found[0].0, "filter.all[0].any[0].not[0]");
         let many: Vec<Value> = (0..21).map(|_| leaf.clone()).collect();
         assert_eq!(problems(json!({ "any": many }))[0].0, "filter");
+    }
+
+    #[test]
+    fn created_at_compares_with_an_age_and_such_a_filter_is_time_based() {
+        assert_eq!(age(&json!("3 days ago")), Some(TimeDelta::days(3)));
+        assert_eq!(age(&json!("90 Minutes ago")), Some(TimeDelta::minutes(90)));
+        for bad in [json!("3 days"), json!("0 days ago"), json!("3651 days ago"), json!("soon ago"), json!(3)] {
+            assert_eq!(age(&bad), None, "{bad}");
+        }
+        let aged = json!({ "any": [{ "field": "email", "op": "contains", "value": "x" }, { "not": [{ "field": "created_at", "op": "lt", "value": "1 week ago" }] }] });
+        assert!(names_an_age(&aged));
+        assert!(parse(&aged, &catalog(), true).unwrap().is_time_based());
+        let dated = json!({ "all": [{ "field": "created_at", "op": "lt", "value": "2026-01-01" }] });
+        assert!(!names_an_age(&dated));
+        assert!(!parse(&dated, &catalog(), true).unwrap().is_time_based());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `svc:segment.entered` beyond one contact's API change: CSV imports (in batches, set-based),
 //! topic choices through the contact's topics route, the preference page and one-click
-//! unsubscribes each start runs for the contacts that enter a watched segment, and only those.
+//! unsubscribes each start runs for the contacts that enter a watched segment, and only those;
+//! a time-based segment (`created_at` against an age) starts them as contacts age into it.
 
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
@@ -137,4 +138,38 @@ async fn topic_choices_the_preference_page_and_one_click_start_runs_for_segments
     assert_eq!(clicked.status(), 200);
     expected.insert(entry("second@example.com", &leavers));
     assert_eq!(entries(&app).await, expected);
+}
+
+#[tokio::test]
+async fn a_time_based_segment_starts_runs_as_contacts_age_into_it_once_each_and_not_for_earlier_members() {
+    let app = TestApp::spawn_unthrottled().await; // no workers: the test drives the schedule's clock itself
+    let segment = created(&app, "/segments", json!({ "name": "Two seconds old", "filter": { "all": [{ "field": "created_at", "op": "lt", "value": "2 seconds ago" }] } })).await;
+    let long_ago = created(&app, "/contacts", json!({ "email": "old@example.com" })).await;
+    sqlx::query("UPDATE contacts SET created_at = now() - interval '1 day' WHERE id = $1::uuid").bind(&long_ago).execute(&app.pool).await.unwrap();
+    watch(&app, &segment).await;
+    created(&app, "/contacts", json!({ "email": "new@example.com" })).await;
+    assert_eq!(entries(&app).await, BTreeSet::new(), "a new contact is not two seconds old yet");
+
+    let later = chrono::Utc::now() + chrono::TimeDelta::seconds(5);
+    assert_eq!(jobs::schedule::enrol_time_entries(&app.pool, later).await.unwrap(), 1);
+    assert_eq!(entries(&app).await, BTreeSet::from([entry("new@example.com", &segment)]), "a member before the automation watched is not an entry");
+    let again = later + chrono::TimeDelta::seconds(1);
+    assert_eq!(jobs::schedule::enrol_time_entries(&app.pool, again).await.unwrap(), 0, "an entry starts one run");
+    assert_eq!(entries(&app).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_segment_filter_refuses_an_age_it_cannot_read_and_writes_nothing() {
+    let app = TestApp::spawn_unthrottled().await;
+    for value in [json!("3 fortnights ago"), json!("0 days ago"), json!("3651 days ago"), json!("in 3 days"), json!(3)] {
+        let answer = app.post("/segments", json!({ "name": "Aged", "filter": { "all": [{ "field": "created_at", "op": "lt", "value": value }] } })).await;
+        answer.assert_error(422, "validation_error");
+        assert_eq!(answer.body["errors"][0]["path"], "filter.all[0].value", "{value}: {}", answer.body);
+    }
+    assert_eq!(app.count("segments").await, 0);
+    let time_based: bool = {
+        let id = created(&app, "/segments", json!({ "name": "Aged", "filter": { "any": [{ "field": "created_at", "op": "gte", "value": "3 days ago" }] } })).await;
+        sqlx::query_scalar("SELECT time_based FROM segments WHERE id = $1::uuid").bind(id).fetch_one(&app.pool).await.unwrap()
+    };
+    assert!(time_based);
 }

@@ -105,6 +105,8 @@ pub async fn update(
                 trigger_event = COALESCE($5, trigger_event),
                 trigger_segment_id = CASE WHEN $6 THEN $7 ELSE trigger_segment_id END,
                 trigger_topic_id = CASE WHEN $6 THEN $8 ELSE trigger_topic_id END,
+                segment_clock_at = CASE WHEN ($3 = 'enabled' AND status <> 'enabled') OR ($6 AND $7 IS DISTINCT FROM trigger_segment_id)
+                                        THEN now() ELSE segment_clock_at END,
                 updated_at = now()
          WHERE id = $1",
     )

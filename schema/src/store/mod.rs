@@ -36,6 +36,7 @@ pub mod received;
 pub mod saved_blocks;
 pub mod metrics;
 pub mod request_logs;
+pub mod segment_entries;
 pub mod segments;
 pub mod schedule;
 pub mod sending;

@@ -24,13 +24,14 @@ const COLUMNS: &str = "id, team_id, name, filter, created_at";
 /// Inserts a segment; `None` when a live segment of the team has the name (any case).
 pub async fn insert(conn: &mut PgConnection, team_id: Uuid, name: &str, filter: Option<&Value>) -> sqlx::Result<Option<Segment>> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "INSERT INTO segments (id, team_id, name, filter) VALUES ($1, $2, $3, $4)
+        "INSERT INTO segments (id, team_id, name, filter, time_based) VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (team_id, lower(name)) WHERE deleted_at IS NULL DO NOTHING RETURNING {COLUMNS}"
     )))
     .bind(crate::ids::new_id())
     .bind(team_id)
     .bind(name)
     .bind(filter)
+    .bind(filter.is_some_and(filter::names_an_age))
     .fetch_optional(conn)
     .await
 }

@@ -33,7 +33,9 @@ pub struct CreateSegment {
     pub name: String,
     /// A group `{ all | any | not: [...] }` over conditions `{ field, op, value }` and
     /// `{ topic, subscription }`, nested at most three deep with at most 20 conditions; `null`
-    /// or absent for explicit membership only. Fixed at creation.
+    /// or absent for explicit membership only. Fixed at creation. `created_at` compares with
+    /// a date or an age such as `"3 days ago"` (counted when the segment is read; an
+    /// automation watching such a segment enrols contacts as they age into it).
     pub filter: Option<Value>,
 }
 
