@@ -12,15 +12,20 @@ use poem::{Endpoint, EndpointExt, IntoResponse, Route, Server, get, handler};
 use std::future::Future;
 use std::time::Duration;
 
+/// The application itself, handed to the parts that call its routes (the MCP server's tools,
+/// the dashboard's pages) once it is built.
+pub type AppSlot = std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn poem::endpoint::DynEndpoint<Output = poem::Response>>>>;
+
 /// The routes behind the gateway.
 pub fn endpoint(state: AppState) -> impl Endpoint + 'static {
     let document = crate::document::document();
     let spec = get(handler_for(document));
     // The MCP server's tools call the application itself, which holds the MCP server: it is
     // handed the application once built.
-    let app_slot = crate::routes::mcp::AppSlot::default();
+    let app_slot = AppSlot::default();
     let routes = Route::new()
         .at("/mcp", crate::routes::mcp::McpEndpoint::new(app_slot.clone()))
+        .nest("/app", crate::routes::dashboard::routes(app_slot.clone()))
         .at("/docs", get(reference))
         .at("/openapi.json", spec)
         .at("/outbox", get(crate::routes::pages::outbox::page))

@@ -142,7 +142,7 @@ async fn a_write_with_the_cookie_needs_the_csrf_token_and_signing_out_ends_the_s
 }
 
 #[tokio::test]
-async fn an_api_key_on_a_session_route_is_403_and_a_session_cookie_on_an_api_route_is_401() {
+async fn an_api_key_on_a_session_route_is_403_and_the_session_reaches_api_routes_as_the_dashboard() {
     let app = TestApp::spawn().await;
     let (token, csrf) = sign_up(&app, "ada@example.com").await;
     app.get("/auth/session").await.assert_error(403, "invalid_permission");
@@ -151,9 +151,26 @@ async fn an_api_key_on_a_session_route_is_403_and_a_session_cookie_on_an_api_rou
     )
     .await;
     with_both.assert_error(403, "invalid_permission");
-    call(&app, Method::GET, "/api-keys", Some(&token), None, None).await.assert_error(401, "missing_api_key");
-    call(&app, Method::POST, "/domains", Some(&token), Some(&csrf), Some(json!({ "name": "example.com" }))).await.assert_error(401, "missing_api_key");
-    assert_eq!(app.count("domains").await, 0);
+
+    // The dashboard calls the API's own routes with the session: reads need only the cookie,
+    // writes its CSRF token too, and the request log says `dashboard`.
+    let keys = call(&app, Method::GET, "/api-keys", Some(&token), None, None).await;
+    assert_eq!((keys.status, &keys.body["object"]), (200, &json!("list")), "{}", keys.body);
+    call(&app, Method::POST, "/domains", Some(&token), None, Some(json!({ "name": "example.com" }))).await.assert_error(403, "validation_error");
+    call(&app, Method::POST, "/domains", Some(&token), Some("stale"), Some(json!({ "name": "example.com" }))).await.assert_error(403, "validation_error");
+    assert_eq!(app.count("domains").await, 0, "a write without the session's CSRF token changes nothing");
+    let created = call(&app, Method::POST, "/domains", Some(&token), Some(&csrf), Some(json!({ "name": "example.com" }))).await;
+    assert_eq!(created.status, 201, "{}", created.body);
+    let team: uuid::Uuid = sqlx::query_scalar("SELECT team_id FROM domains").fetch_one(&app.pool).await.unwrap();
+    assert_ne!(team, app.team_id, "the session's own team, not the key's");
+    let source: String = tests::eventually(|| async {
+        sqlx::query_scalar("SELECT source FROM request_logs WHERE endpoint = '/domains' AND method = 'POST' AND response_status = 201")
+            .fetch_optional(&app.pool)
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(source, "dashboard");
 }
 
 #[tokio::test]
@@ -215,7 +232,7 @@ async fn a_person_creates_teams_administers_them_and_the_session_moves_to_the_ne
 }
 
 #[tokio::test]
-async fn team_members_are_read_with_a_full_access_key_of_that_team_only() {
+async fn team_members_are_read_with_a_full_access_key_or_the_session_of_that_team_only() {
     let app = TestApp::spawn().await;
     let (token, _) = sign_up(&app, "ada@example.com").await;
     sign_up(&app, "grace@example.com").await;
@@ -237,5 +254,8 @@ async fn team_members_are_read_with_a_full_access_key_of_that_team_only() {
 
     let (_, sending) = app.create_key(json!({ "name": "sender", "permission": "sending_access" })).await;
     Answer::from(app.request_as(&sending, Method::GET, "/team/members").send().await.unwrap()).await.assert_error(401, "restricted_api_key");
-    call(&app, Method::GET, "/team/members", Some(&token), None, None).await.assert_error(401, "missing_api_key");
+    // Ada's session reads the members of its current team (her own first team), not the key's.
+    let own = call(&app, Method::GET, "/team/members", Some(&token), None, None).await;
+    let listed: Vec<(&str, &str)> = own.body["data"].as_array().unwrap().iter().map(|m| (m["email"].as_str().unwrap(), m["role"].as_str().unwrap())).collect();
+    assert_eq!(listed, [("ada@example.com", "admin")], "{}", own.body);
 }

@@ -32,6 +32,63 @@ pub fn schemas() -> Value {
                 "headers": { "type": "object", "additionalProperties": { "type": "string" }, "description": "The email's custom headers, name to value; absent when it had none." }
             }
         },
+        "WebhookContactEventData": {
+            "type": "object",
+            "description": "`data` of `contact.*` events: the contact as it is (on delete, as it was just before).",
+            "required": ["id", "email", "first_name", "last_name", "unsubscribed", "properties", "created_at", "updated_at", "segment_ids", "audience_id"],
+            "properties": {
+                "id": { "type": "string", "description": "The contact's id." },
+                "email": { "type": "string", "description": "The contact's address." },
+                "first_name": { "type": ["string", "null"], "description": "The first name, or `null`." },
+                "last_name": { "type": ["string", "null"], "description": "The last name, or `null`." },
+                "unsubscribed": { "type": "boolean", "description": "Whether the contact is unsubscribed from all marketing mail." },
+                "properties": { "type": "object", "additionalProperties": { "type": ["string", "number", "boolean"] }, "description": "Property key to value." },
+                "created_at": { "type": "string", "format": "date-time", "description": "When the contact was created." },
+                "updated_at": { "type": "string", "format": "date-time", "description": "When the contact last changed." },
+                "segment_ids": { "type": "array", "items": { "type": "string" }, "description": "Every live segment holding the contact, by filter or by membership." },
+                "audience_id": { "type": "string", "description": "The first of `segment_ids`, or `\"\"` when there is none (the field the Resend SDKs read)." },
+                "source": { "type": "string", "enum": ["migration"], "description": "`migration` on `contact.created` for a contact a migration brought; absent otherwise." }
+            }
+        },
+        "WebhookAutomationRunEventData": {
+            "type": "object",
+            "description": "`data` of `automation.run.*` events.",
+            "required": ["id", "object", "automation_id", "version", "contact_id", "trigger", "event_id", "status", "error", "created_at", "completed_at"],
+            "properties": {
+                "id": { "type": "string", "description": "The run's id." },
+                "object": { "type": "string", "const": "automation_run" },
+                "automation_id": { "type": "string", "description": "The automation's id." },
+                "version": { "type": "integer", "description": "The version the run started on and keeps." },
+                "contact_id": { "type": "string", "description": "The contact the run carries." },
+                "trigger": { "type": "string", "description": "The trigger's event name (a custom event's, or a built-in `svc:` one)." },
+                "event_id": { "type": ["string", "null"], "description": "The recorded custom event, or `null` for a built-in trigger." },
+                "status": { "type": "string", "enum": ["running", "completed", "failed", "cancelled"], "description": "The run's status when the event was made." },
+                "error": { "type": ["string", "null"], "description": "Why the run failed, or `null`." },
+                "created_at": { "type": "string", "format": "date-time", "description": "When the run started." },
+                "completed_at": { "type": ["string", "null"], "format": "date-time", "description": "When it completed or failed, or `null`." }
+            }
+        },
+        "WebhookInboxEventData": {
+            "type": "object",
+            "description": "`data` of `inbox.*` events: the conversation, and what happened to it (the fields each type adds are named on them).",
+            "required": ["conversation_id", "channel_id", "subject"],
+            "properties": {
+                "conversation_id": { "type": "string", "description": "The conversation's id." },
+                "channel_id": { "type": "string", "description": "The channel it came in on." },
+                "subject": { "type": "string", "description": "The conversation's subject." },
+                "customer": { "type": "object", "properties": { "email": { "type": "string" }, "name": { "type": ["string", "null"] } }, "description": "`inbox.conversation.created`: who wrote." },
+                "external_id": { "type": ["string", "null"], "description": "`inbox.conversation.created`: the id a conversation made through the API was given." },
+                "message_id": { "type": "string", "description": "`inbox.message.received`, `inbox.reply.sent`, `inbox.note.created`: the message's id." },
+                "from": { "type": "string", "description": "`inbox.message.received`: the sender." },
+                "received_email_id": { "type": ["string", "null"], "description": "`inbox.message.received`: the received email it came as." },
+                "email_id": { "type": ["string", "null"], "description": "`inbox.reply.sent`: the sent email it went out as." },
+                "author": { "type": "object", "description": "`inbox.note.created`: who wrote the note." },
+                "assignee_id": { "type": ["string", "null"], "description": "`inbox.conversation.assigned`: the new assignee, or `null`." },
+                "previous_assignee_id": { "type": ["string", "null"], "description": "`inbox.conversation.assigned`: the previous assignee, or `null`." },
+                "status": { "type": "string", "description": "`inbox.conversation.status_changed`: the new status." },
+                "previous_status": { "type": "string", "description": "`inbox.conversation.status_changed`: the previous status." }
+            }
+        },
         "WebhookDomainEventData": {
             "type": "object",
             "description": "`data` of `domain.*` events (on delete, the domain as it was).",
@@ -132,6 +189,9 @@ fn data_schema(event_type: &str) -> Value {
         Some("email") => json!({ "$ref": "#/components/schemas/WebhookEmailEventData" }),
         Some("domain") => json!({ "$ref": "#/components/schemas/WebhookDomainEventData" }),
         Some("suppression") => json!({ "$ref": "#/components/schemas/WebhookSuppressionEventData" }),
-        _ => json!({ "type": "object", "description": "Emitted once its feature lands; the shape is documented with it." }),
+        Some("contact") => json!({ "$ref": "#/components/schemas/WebhookContactEventData" }),
+        Some("automation") => json!({ "$ref": "#/components/schemas/WebhookAutomationRunEventData" }),
+        Some("inbox") => json!({ "$ref": "#/components/schemas/WebhookInboxEventData" }),
+        _ => json!({ "type": "object", "description": "The event's data." }),
     }
 }

@@ -33,8 +33,10 @@ struct Bucket {
 /// What the log needs from an authenticated request.
 struct Credential {
     team_id: Uuid,
-    /// The API key; `None` for an OAuth access token.
+    /// The API key; `None` for an OAuth access token or the dashboard session.
     key_id: Option<Uuid>,
+    /// The dashboard session made the request: its log's `source` is `dashboard`.
+    session: bool,
 }
 
 struct Handled {
@@ -106,7 +108,7 @@ impl<E: Endpoint> Endpoint for Gateway<E> {
                     path: requested_path,
                     method: method.to_string(),
                     response_status: status.as_u16() as i16,
-                    source: source_of(&user_agent),
+                    source: if credential.session { "dashboard".into() } else { source_of(&user_agent) },
                     user_agent,
                     request_id,
                     latency_ms: started.elapsed().as_millis().min(i32::MAX as u128) as i32,
@@ -133,7 +135,10 @@ impl<E: Endpoint> Gateway<E> {
         };
 
         let (path, query) = normalize(req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/"));
-        let routing = if operations::UNLISTED_PUBLIC_PATHS.contains(&path.as_str()) && req.method() == Method::GET {
+        let unlisted = operations::UNLISTED_PUBLIC_PATHS.contains(&path.as_str()) && req.method() == Method::GET;
+        // The dashboard's pages authenticate with the session themselves and reach data only
+        // through the API's routes, which pass through here as their own requests.
+        let routing = if unlisted || crate::routes::dashboard::is_dashboard_path(&path) {
             None
         } else {
             Some(operations::route(req.method(), &path))
@@ -215,7 +220,23 @@ impl<E: Endpoint> Gateway<E> {
             match self.session_of(&req).await.and_then(|session| inbox_session_caller(session, operation)) {
                 Ok((session, caller)) => {
                     record_team(session.team_id);
-                    handled.credential = Some(Credential { team_id: caller.team_id, key_id: None });
+                    handled.credential = Some(Credential { team_id: caller.team_id, key_id: None, session: true });
+                    req.extensions_mut().insert(SessionCaller { session });
+                    req.extensions_mut().insert(caller);
+                }
+                Err(error) => return answer(handled, error),
+            }
+        } else if let Some(operation) = operation.filter(|o| session_reaches(o) && bearer.is_none() && cookie(&req, crate::http::credentials::COOKIE).is_some()) {
+            // The dashboard: a member's session acts on its current team through the API's
+            // own routes, with the checks, events and request logs an API key's call has.
+            match self.session_of(&req).await.and_then(|session| session_caller(session, operation, req.method())) {
+                Ok((session, caller)) => {
+                    record_team(session.team_id);
+                    if let Err(response) = self.rate_limit(caller.team_id, request_id, &mut handled).await {
+                        handled.response = response;
+                        return handled;
+                    }
+                    handled.credential = Some(Credential { team_id: caller.team_id, key_id: None, session: true });
                     req.extensions_mut().insert(SessionCaller { session });
                     req.extensions_mut().insert(caller);
                 }
@@ -299,7 +320,7 @@ impl<E: Endpoint> Gateway<E> {
     async fn authenticate(&self, token: &str, request_id: &str, handled: &mut Handled) -> Result<(Caller, Option<Uuid>), ApiError> {
         if token.starts_with(crate::http::credentials::ACCESS_PREFIX) {
             let caller = self.token_caller(token, request_id).await?;
-            handled.credential = Some(Credential { team_id: caller.team_id, key_id: None });
+            handled.credential = Some(Credential { team_id: caller.team_id, key_id: None, session: false });
             record_team(Some(caller.team_id));
             return Ok((caller, None));
         }
@@ -307,7 +328,7 @@ impl<E: Endpoint> Gateway<E> {
         let Some(key) = lookup else {
             return Err(ApiError::new(ErrorKind::InvalidApiKey, "API key is invalid."));
         };
-        handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id) });
+        handled.credential = Some(Credential { team_id: key.team_id, key_id: Some(key.key_id), session: false });
         record_team(Some(key.team_id));
         if key.status == KeyStatus::Revoked {
             return Err(ApiError::new(ErrorKind::RevokedKey, "This API key has been revoked."));
@@ -465,6 +486,35 @@ fn inbox_session_caller(session: people::Session, operation: &Operation) -> Resu
         permission: Permission::FullAccess,
         domain_id: None,
         inbox_access: access,
+        signed_in_admin: (role == "admin").then_some(session.person_id),
+        token: None,
+        session_person: Some(session.person_id),
+    };
+    Ok((session, caller))
+}
+
+/// Whether the dashboard session reaches an API-key route: every route a `full_access` key
+/// reaches (the MCP server's token-only route and the Inbox's own rule aside).
+fn session_reaches(operation: &Operation) -> bool {
+    matches!(operation.access, Access::FullAccess | Access::SendingAccess)
+}
+
+/// The caller a dashboard session acts as on an API-key route: its current team with full
+/// access for an admin or a member; a viewer reads (`GET`) and cannot write.
+fn session_caller(session: people::Session, operation: &Operation, method: &Method) -> Result<(people::Session, Caller), ApiError> {
+    let Some(team_id) = session.team_id else {
+        return Err(ApiError::invalid_permission("The session has no current team: switch to one first."));
+    };
+    let role = session.role.clone().unwrap_or_default();
+    if role == "viewer" && !matches!(*method, Method::GET | Method::HEAD) {
+        return Err(ApiError::invalid_permission(format!("A viewer of the team reads and cannot write (`{}`).", operation.id)));
+    }
+    let caller = Caller {
+        team_id,
+        key_id: None,
+        permission: Permission::FullAccess,
+        domain_id: None,
+        inbox_access: if role == "viewer" { schema::model::InboxAccess::Read } else { schema::model::InboxAccess::Write },
         signed_in_admin: (role == "admin").then_some(session.person_id),
         token: None,
         session_person: Some(session.person_id),

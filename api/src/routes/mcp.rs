@@ -15,13 +15,13 @@ use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, Stream
 use rmcp::{ErrorData as McpError, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 /// The User-Agent of the calls tools make (the request log reads it as source `mcp`).
 pub const USER_AGENT: &str = "herald-mcp/1.0";
 
 /// The whole application (gateway and routes), filled once it is built: what tools call.
-pub type AppSlot = Arc<OnceLock<Arc<dyn poem::endpoint::DynEndpoint<Output = Response>>>>;
+pub use crate::app::AppSlot;
 
 /// The `/mcp` endpoint: hands the request to rmcp's streamable HTTP service.
 pub struct McpEndpoint {

@@ -9,6 +9,7 @@ pub mod audience;
 pub mod automations;
 pub mod billing;
 pub mod broadcasts;
+pub mod dashboard;
 pub mod domains;
 pub mod emails;
 pub mod health;

@@ -1,0 +1,126 @@
+//! The dashboard at `/app` (#28, first part): signing in and out through the API's own routes,
+//! the overview and the emails pages of the session's team, a strict content policy, escaping
+//! everywhere, a sandboxed preview that loads no remote image, and another team's email as the
+//! not-found page.
+
+use reqwest::redirect::Policy;
+use serde_json::json;
+use tests::TestApp;
+use tests::inbox::person;
+use tests::mail::{self, Mail};
+
+/// A browser: no redirects followed, cookies set by hand.
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder().user_agent("Mozilla/5.0 (dashboard test)").redirect(Policy::none()).build().unwrap()
+}
+
+async fn get(app: &TestApp, cookie: Option<&str>, path: &str) -> reqwest::Response {
+    let mut request = browser().get(app.url(path));
+    if let Some(cookie) = cookie {
+        request = request.header("cookie", format!("herald_session={cookie}"));
+    }
+    request.send().await.unwrap()
+}
+
+fn session_of(response: &reqwest::Response) -> Option<String> {
+    response.headers().get_all("set-cookie").iter().filter_map(|v| v.to_str().ok()).find_map(|c| c.strip_prefix("herald_session=")).map(|c| c.split(';').next().unwrap().to_string())
+}
+
+#[tokio::test]
+async fn a_person_signs_in_through_the_form_sees_the_overview_and_signs_out() {
+    let app = TestApp::spawn().await;
+    let signup = app.client.post(app.url("/auth/signup")).json(&json!({ "email": "ada@example.com", "password": "correct horse battery", "name": "Ada" })).send().await.unwrap();
+    assert_eq!(signup.status(), 201);
+
+    let away = get(&app, None, "/app").await;
+    assert_eq!((away.status().as_u16(), away.headers()["location"].to_str().unwrap()), (303, "/app/login"));
+    let form = get(&app, None, "/app/login").await;
+    assert_eq!(form.status(), 200);
+    let policy = form.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(policy.contains("script-src 'self'") && policy.contains("frame-ancestors 'none'") && !policy.contains("unsafe"), "{policy}");
+    assert_eq!(form.headers()["x-frame-options"], "DENY");
+    let page = form.text().await.unwrap();
+    assert!(!page.contains("<script>") && !page.contains("style=\""), "no inline script or style");
+
+    let wrong = browser().post(app.url("/app/login")).form(&[("email", "ada@example.com"), ("password", "not the password")]).send().await.unwrap();
+    assert_eq!(wrong.status(), 403, "the API's answer to a wrong password");
+    assert!(session_of(&wrong).is_none());
+    assert!(wrong.text().await.unwrap().contains("role=\"alert\""), "the API's message is shown on the form");
+
+    let sessions = app.count("sessions").await;
+    let forged = browser().post(app.url("/app/login")).header("origin", "https://evil.example").form(&[("email", "ada@example.com"), ("password", "correct horse battery")]).send().await.unwrap();
+    assert_eq!(forged.status(), 403, "a sign-in posted from another site");
+    assert_eq!(app.count("sessions").await, sessions, "opens no session");
+
+    let signed_in = browser().post(app.url("/app/login")).header("origin", &app.base).form(&[("email", "ada@example.com"), ("password", "correct horse battery")]).send().await.unwrap();
+    assert_eq!((signed_in.status().as_u16(), signed_in.headers()["location"].to_str().unwrap()), (303, "/app"));
+    let cookie = session_of(&signed_in).expect("a session cookie");
+    let overview = get(&app, Some(&cookie), "/app").await;
+    assert_eq!(overview.status(), 200);
+    let html = overview.text().await.unwrap();
+    assert!(html.contains("<h1>Overview</h1>") && html.contains("Ada · Ada&#39;s team"), "the person and the team: {html}");
+    assert!(html.contains("Verify a sending domain"), "what to do next: {html}");
+    let source: String = tests::eventually(|| async {
+        sqlx::query_scalar("SELECT source FROM request_logs WHERE endpoint = '/emails/metrics'").fetch_optional(&app.pool).await.unwrap()
+    })
+    .await;
+    assert_eq!(source, "dashboard", "the page read the API as the dashboard");
+
+    // Sign out needs the session's CSRF token.
+    let stale = browser().post(app.url("/app/logout")).header("cookie", format!("herald_session={cookie}")).form(&[("csrf", "stale")]).send().await.unwrap();
+    assert_eq!(stale.status(), 303);
+    assert_eq!(get(&app, Some(&cookie), "/app").await.status(), 200, "a stale token signs nothing out");
+    let csrf: String = sqlx::query_scalar("SELECT csrf_token FROM sessions WHERE token_hash = $1").bind(schema::secret::hash(&cookie)).fetch_one(&app.pool).await.unwrap();
+    let out = browser().post(app.url("/app/logout")).header("cookie", format!("herald_session={cookie}")).form(&[("csrf", csrf.as_str())]).send().await.unwrap();
+    assert_eq!((out.status().as_u16(), out.headers()["location"].to_str().unwrap()), (303, "/app/login"));
+    assert_eq!(get(&app, Some(&cookie), "/app").await.status(), 303, "signed out");
+}
+
+#[tokio::test]
+async fn the_emails_pages_escape_what_a_sender_wrote_and_the_preview_runs_no_script_and_loads_no_remote_image() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let admin = person(app, app.team_id, "admin", "<b>Ada</b>").await;
+    let mut message = Mail::message("delivered@simulator.herald.test");
+    message["subject"] = json!("<script>alert(1)</script> order");
+    message["html"] = json!("<p>Hi</p><script>alert(2)</script><img src=\"https://tracker.example/pixel.gif\">");
+    let id = mail.send(message).await;
+
+    let list = get(app, Some(&admin.cookie), "/app/emails").await;
+    assert_eq!(list.status(), 200);
+    let html = list.text().await.unwrap();
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; order") && !html.contains("<script>alert"), "escaped: {html}");
+    assert!(html.contains("&lt;b&gt;Ada&lt;/b&gt;"), "the person's name is escaped too");
+    let filtered = get(app, Some(&admin.cookie), "/app/emails?search=nothing-like-this").await.text().await.unwrap();
+    assert!(filtered.contains("No email matches"), "{filtered}");
+
+    let detail = get(app, Some(&admin.cookie), &format!("/app/emails/{id}")).await;
+    assert_eq!(detail.status(), 200);
+    let page = detail.text().await.unwrap();
+    assert!(page.contains("Timeline") && page.contains(&format!("src=\"/app/emails/{id}/preview\"")) && page.contains("sandbox"), "{page}");
+    let preview = get(app, Some(&admin.cookie), &format!("/app/emails/{id}/preview")).await;
+    let policy = preview.headers()["content-security-policy"].to_str().unwrap().to_string();
+    assert!(policy.contains("sandbox") && policy.contains("img-src data:") && !policy.contains("script-src"), "{policy}");
+    assert!(preview.text().await.unwrap().contains("tracker.example"), "the email as sent; its policy keeps the image from loading");
+
+    // Another team's email, a malformed id and no session.
+    let (other, other_key) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let _ = other_key;
+    let stranger = person(app, other, "admin", "Stranger").await;
+    assert_eq!(get(app, Some(&stranger.cookie), &format!("/app/emails/{id}")).await.status(), 404);
+    assert_eq!(get(app, Some(&stranger.cookie), &format!("/app/emails/{id}/preview")).await.status(), 404);
+    assert_eq!(get(app, Some(&admin.cookie), "/app/emails/not-an-id").await.status(), 404);
+    assert_eq!(get(app, None, &format!("/app/emails/{id}")).await.status(), 303);
+}
+
+#[tokio::test]
+async fn the_assets_come_from_the_binary() {
+    let app = TestApp::spawn().await;
+    for (path, kind) in [("/app/assets/htmx.min.js", "text/javascript"), ("/app/assets/app.js", "text/javascript"), ("/app/assets/app.css", "text/css")] {
+        let answer = get(&app, None, path).await;
+        assert_eq!(answer.status(), 200, "{path}");
+        assert!(answer.headers()["content-type"].to_str().unwrap().starts_with(kind), "{path}");
+    }
+    let htmx = get(&app, None, "/app/assets/htmx.min.js").await.text().await.unwrap();
+    assert!(htmx.contains("htmx"), "htmx 2.0.11, vendored");
+}
