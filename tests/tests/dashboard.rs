@@ -124,3 +124,31 @@ async fn the_assets_come_from_the_binary() {
     let htmx = get(&app, None, "/app/assets/htmx.min.js").await.text().await.unwrap();
     assert!(htmx.contains("htmx"), "htmx 2.0.11, vendored");
 }
+
+#[tokio::test]
+async fn in_chromium_a_person_signs_in_reads_an_emails_timeline_and_axe_core_finds_no_serious_violation() {
+    assert!(tests::clients::script("node_modules/playwright-core").exists(), "tests/clients/node_modules is missing: run scripts/test (npm ci)");
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let signup = app.client.post(app.url("/auth/signup")).json(&json!({ "email": "ada@example.com", "password": "correct horse battery", "name": "Ada" })).send().await.unwrap();
+    assert_eq!(signup.status(), 201);
+    // Ada joins the test team (whose domain is verified) as its only membership.
+    sqlx::query("UPDATE memberships SET team_id = $1 WHERE person_id = (SELECT id FROM people WHERE email = 'ada@example.com')").bind(app.team_id).execute(&app.pool).await.unwrap();
+    let mut message = Mail::message("delivered@simulator.herald.test");
+    message["html"] = json!("<h1 style=\"color:#333\">Your order</h1><p>Thanks for your order.</p><img src=\"https://tracker.example/p.gif\" alt=\"\">");
+    let id = mail.send(message).await;
+    mail.wait_for_event(&id, "delivered").await;
+
+    let shots = tests::clients::root().join("target/screenshots/dashboard");
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(tests::clients::script("dashboard_browser.mjs"))
+        .env("HERALD_BASE_URL", &app.base)
+        .env("HERALD_EMAIL", "ada@example.com")
+        .env("HERALD_PASSWORD", "correct horse battery")
+        .env("HERALD_EMAIL_ID", &id)
+        .env("HERALD_SCREENSHOTS", &shots);
+    let said = tests::clients::run_ok(command).await;
+    assert!(said.contains("ok axe-core finds no serious or critical violation on an email's page"), "{said}");
+    assert!(shots.join("email-timeline.png").exists(), "the screenshot is kept");
+}

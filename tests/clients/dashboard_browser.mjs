@@ -1,0 +1,128 @@
+// Drives the dashboard in Debian's Chromium with Playwright (playwright-core, no bundled
+// browser) and checks every page with axe-core: sign in through the form, the overview, the
+// emails list and one email's timeline; keyboard focus, 375 px width and dark mode. One line
+// per check (`ok ...` or `FAIL ...`); exit 1 when any failed. Screenshots go to
+// HERALD_SCREENSHOTS. The email should hold a remote image: its preview must refuse it.
+//
+// Environment:
+//   HERALD_BASE_URL     the server
+//   HERALD_EMAIL, HERALD_PASSWORD   an account whose current team holds the email
+//   HERALD_EMAIL_ID     an email of that team
+//   HERALD_SCREENSHOTS  a directory for the screenshots
+//   HERALD_CHROMIUM     the browser (default /usr/bin/chromium)
+
+import { chromium } from 'playwright-core';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const need = (name) => {
+  const value = process.env[name];
+  if (!value) { console.error(`dashboard_browser.mjs: set ${name}`); process.exit(2); }
+  return value;
+};
+const BASE = need('HERALD_BASE_URL').replace(/\/$/, '');
+const EMAIL = need('HERALD_EMAIL');
+const PASSWORD = need('HERALD_PASSWORD');
+const EMAIL_ID = need('HERALD_EMAIL_ID');
+const SHOTS = need('HERALD_SCREENSHOTS');
+mkdirSync(SHOTS, { recursive: true });
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+const failures = [];
+const check = async (name, fn) => {
+  try {
+    await fn();
+    console.log(`ok ${name}`);
+  } catch (error) {
+    console.log(`FAIL ${name}: ${error.message}`);
+    failures.push(name);
+  }
+};
+const expect = (condition, message) => { if (!condition) throw new Error(message); };
+
+// axe-core in the page (evaluated over DevTools, which the page's content policy does not
+// govern): no serious or critical violation.
+async function accessible(page, name) {
+  await check(`axe-core finds no serious or critical violation on ${name}`, async () => {
+    await page.evaluate(AXE);
+    const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    expect(bad.length === 0, bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')}`).join(' | '));
+  });
+}
+
+const browser = await chromium.launch({ executablePath: process.env.HERALD_CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
+try {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  const refused = [];
+  page.on('console', (message) => { if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) refused.push(message.text()); });
+
+  await check('the sign-in page', async () => {
+    await page.goto(`${BASE}/app/login`);
+    expect(await page.title() === 'Sign in · Herald', `title ${await page.title()}`);
+  });
+  await accessible(page, 'the sign-in page');
+  await check('signing in through the form opens the overview', async () => {
+    await page.fill('#email', EMAIL);
+    await page.fill('#password', PASSWORD);
+    await Promise.all([page.waitForURL(`${BASE}/app`), page.click('button[type=submit]')]);
+    expect((await page.textContent('h1')) === 'Overview', 'no Overview heading');
+    await page.screenshot({ path: `${SHOTS}/overview.png`, fullPage: true });
+  });
+  await accessible(page, 'the overview');
+  await check('the first Tab reaches the skip link, visibly focused', async () => {
+    await page.keyboard.press('Tab');
+    const focused = await page.evaluate(() => ({ text: document.activeElement.textContent, left: document.activeElement.getBoundingClientRect().left }));
+    expect(focused.text === 'Skip to content' && focused.left >= 0, JSON.stringify(focused));
+  });
+  await check('the emails list links to the email', async () => {
+    await page.goto(`${BASE}/app/emails`);
+    expect(await page.locator(`a[href="/app/emails/${EMAIL_ID}"]`).count() === 1, 'the email is not listed');
+  });
+  await accessible(page, 'the emails list');
+  await check("an email's timeline and its sandboxed preview", async () => {
+    await page.click(`a[href="/app/emails/${EMAIL_ID}"]`);
+    await page.waitForURL(`${BASE}/app/emails/${EMAIL_ID}`);
+    expect(await page.locator('ol.timeline li').count() >= 1, 'no timeline');
+    const frame = page.frameLocator('iframe.preview');
+    await frame.locator('body').waitFor();
+    expect((await page.getAttribute('iframe.preview', 'sandbox')) === '', 'the frame is not fully sandboxed');
+    await page.screenshot({ path: `${SHOTS}/email-timeline.png`, fullPage: true });
+  });
+  await accessible(page, "an email's page");
+  await check('times show in the browser\'s zone with UTC on hover', async () => {
+    const time = page.locator('time').first();
+    expect(/UTC$/.test(await time.getAttribute('title')), 'no UTC title');
+    expect(!/UTC$/.test(await time.textContent()), 'the text was not localised');
+  });
+  await check('375 px wide: nothing scrolls sideways but the tables', async () => {
+    await page.setViewportSize({ width: 375, height: 800 });
+    for (const path of ['/app', '/app/emails', `/app/emails/${EMAIL_ID}`]) {
+      await page.goto(`${BASE}${path}`);
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width <= 375, `${path} is ${width} px wide`);
+    }
+    await page.screenshot({ path: `${SHOTS}/email-375.png`, fullPage: true });
+  });
+  await check('dark mode follows the system', async () => {
+    await page.setViewportSize({ width: 1280, height: 900 });
+    await page.emulateMedia({ colorScheme: 'light' });
+    await page.goto(`${BASE}/app`);
+    const light = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    await page.emulateMedia({ colorScheme: 'dark' });
+    const dark = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(light !== dark, `${light} in both`);
+    await page.screenshot({ path: `${SHOTS}/overview-dark.png`, fullPage: true });
+  });
+  await accessible(page, 'the overview in dark mode');
+  await check("the content policy refused only the email's remote image, in its preview", async () => {
+    const others = refused.filter((text) => !/Loading the image 'https:\/\/[^']+' violates .*"img-src data:"/.test(text));
+    expect(others.length === 0, others.join(' | '));
+    expect(refused.length > 0, "the email's remote image was not refused");
+  });
+} finally {
+  await browser.close();
+}
+console.log(`\n${failures.length} failed`);
+process.exit(failures.length ? 1 : 0);
