@@ -414,7 +414,7 @@ def free_form_models(spec, models):
             if model is not None:
                 model._herald_free_form = True
     for module in models.__dict__.values():
-        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0", "Config", "OutcomeType0", "OutputType0", "Totals", "HeaderValuesType0", "SchemaType0", "Payload")):
+        if isinstance(module, type) and module.__name__.endswith(("Headers", "Tags", "Properties", "HeadersType0", "Config", "OutcomeType0", "OutputType0", "Totals", "DataItem", "HeaderValuesType0", "SchemaType0", "Payload")):
             module._herald_free_form = True
 
 

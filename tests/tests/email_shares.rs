@@ -130,6 +130,19 @@ async fn metrics_count_each_outcome_of_the_emails_accepted_in_the_window() {
     assert_eq!(m["opened"], 0);
     assert_eq!((&m["totals"]["received"], &m["totals"]["delivered"], &m["totals"]["bounced"]), (&json!(4), &json!(2), &json!(1)), "{m}");
     assert_eq!(m["bounce_rate"], 0.25);
+    assert!(m.get("data").is_none() && m["dimensions"] == json!([]), "totals only unless a breakdown is asked for");
+
+    let by_day = mail.app.get("/emails/metrics?dimensions=period&granularity=daily").await;
+    assert_eq!(by_day.status, 200, "{}", by_day.body);
+    let today = chrono::Utc::now().format("%Y-%m-%dT00:00:00Z").to_string();
+    assert_eq!((&by_day.body["dimensions"], by_day.body["data"].as_array().unwrap().len()), (&json!(["period"]), 1), "{}", by_day.body);
+    let row = &by_day.body["data"][0];
+    assert_eq!((&row["period"], &row["received"], &row["delivered"], &row["bounced"], &row["opened"]), (&json!(today), &json!(4), &json!(2), &json!(1), &json!(0)), "{row}");
+    let by_hour = mail.app.get("/emails/metrics?dimensions=period&granularity=hourly").await.body;
+    assert_eq!(by_hour["granularity"], "hourly");
+    assert_eq!(by_hour["data"].as_array().unwrap().iter().map(|r| r["received"].as_i64().unwrap()).sum::<i64>(), 4);
+    mail.app.get("/emails/metrics?dimensions=domain").await.assert_error(422, "invalid_parameter");
+    mail.app.get("/emails/metrics?dimensions=period&granularity=yearly").await.assert_error(422, "invalid_parameter");
     assert_eq!(m["delivery_rate"], 0.5);
 
     let tomorrow = (chrono::Utc::now() + chrono::TimeDelta::days(1)).format("%Y-%m-%d");

@@ -56,7 +56,7 @@ pub fn schemas() -> Value {
             "required": ["id", "object", "automation_id", "version", "contact_id", "trigger", "event_id", "status", "error", "created_at", "completed_at"],
             "properties": {
                 "id": { "type": "string", "description": "The run's id." },
-                "object": { "type": "string", "const": "automation_run" },
+                "object": { "type": "string", "const": "automation_run", "description": "Always `automation_run`." },
                 "automation_id": { "type": "string", "description": "The automation's id." },
                 "version": { "type": "integer", "description": "The version the run started on and keeps." },
                 "contact_id": { "type": "string", "description": "The contact the run carries." },

@@ -502,6 +502,33 @@ pub async fn metrics(
     .await
 }
 
+/// As [`metrics`], broken down by the period (`hour`, `day`, `week` or `month`, in UTC) each
+/// email was accepted in: `(period start, kind, count)`, periods with no email left out.
+pub async fn metrics_by_period(
+    conn: &mut PgConnection,
+    team_id: Uuid,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    unit: &str,
+) -> sqlx::Result<Vec<(DateTime<Utc>, String, i64)>> {
+    sqlx::query_as(
+        "SELECT date_trunc($5, created_at, 'UTC') AS period, 'received' AS kind, count(*) FROM emails
+         WHERE team_id = $1 AND id BETWEEN $2 AND $3 GROUP BY 1
+         UNION ALL
+         SELECT date_trunc($5, m.created_at, 'UTC'), ev.type, count(DISTINCT ev.email_id)
+         FROM events ev JOIN emails m ON m.id = ev.email_id AND m.team_id = $1
+         WHERE ev.team_id = $1 AND ev.type = ANY($4) AND ev.id >= $2 AND ev.email_id BETWEEN $2 AND $3
+         GROUP BY 1, 2",
+    )
+    .bind(team_id)
+    .bind(crate::ids::first_at(start))
+    .bind(crate::ids::last_at(end))
+    .bind(METRIC_EVENTS)
+    .bind(unit)
+    .fetch_all(conn)
+    .await
+}
+
 /// An attachment's description (without its bytes).
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Attachment {

@@ -109,4 +109,6 @@ form.search{display:flex;flex-wrap:wrap;gap:.5rem;margin:0 0 1rem}input,select,b
 button{cursor:pointer}.card{background:var(--card);border:1px solid var(--line);border-radius:6px;padding:1rem;margin:0 0 1rem}\
 .error{color:var(--bad)}label{display:block;margin:.5rem 0 .25rem}.login{max-width:380px;margin:3rem auto}\
 iframe.preview{width:100%;min-height:420px;border:1px solid var(--line);background:#fff}pre{white-space:pre-wrap;overflow-wrap:anywhere}\
-.muted{color:var(--muted)}ol.timeline{padding-left:1.25rem}.pager{display:flex;gap:1rem;margin:1rem 0}";
+.muted{color:var(--muted)}ol.timeline{padding-left:1.25rem}.pager{display:flex;gap:1rem;margin:1rem 0}\
+.chart{margin:1rem 0}.chart svg{width:100%;height:auto;display:block}rect.sent,.key.sent{fill:var(--accent);background:var(--accent)}\
+rect.delivered,.key.delivered{fill:#2da44e;background:#2da44e}.key{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;vertical-align:middle}";

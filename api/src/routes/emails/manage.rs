@@ -4,7 +4,7 @@
 use crate::http::body::Body;
 use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::paging::{date_range, page_of, page_request};
-use crate::http::fields::{IdText, InstantOrDate, Nullable};
+use crate::http::fields::{Choice, IdText, InstantOrDate, Nullable};
 use crate::routes::{Tag, Updated, path_id};
 use crate::state::{AppState, Caller};
 use base64::Engine;
@@ -36,6 +36,11 @@ impl EmailsApi {
         start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive (default now, or `start_date` when that is later).
         end_date: Query<Option<InstantOrDate>>,
+        /// `period` breaks the counts down by the period each email was accepted in (`data`);
+        /// absent for totals only.
+        dimensions: Query<Option<Choice<Dimension>>>,
+        /// The period's length when `dimensions` is `period` (default `daily`); periods are UTC.
+        granularity: Query<Option<Choice<Granularity>>>,
     ) -> ApiResult<Json<EmailMetrics>> {
         let (start, end) = date_range(start_date.0, end_date.0, true)?;
         let end = end.unwrap_or_else(|| start.map_or_else(Utc::now, |start| start.max(Utc::now())));
@@ -49,12 +54,26 @@ impl EmailsApi {
         let received = count("received");
         let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
         let totals: BTreeMap<String, i64> = METRIC_NAMES.iter().map(|name| (name.to_string(), if *name == "received" { received } else { count(&format!("email.{name}")) })).collect();
+        let granularity = granularity.0.map_or_else(|| "daily".to_string(), Choice::into_string);
+        let unit = match granularity.as_str() {
+            "hourly" => "hour",
+            "daily" => "day",
+            "weekly" => "week",
+            "monthly" => "month",
+            other => return Err(ApiError::invalid_parameter("granularity", format!("must be hourly, daily, weekly or monthly, not {other:?}"))),
+        };
+        let data = match dimensions.0.map(Choice::into_string).as_deref() {
+            Some("period") => Some(periods(emails::metrics_by_period(&mut conn, caller.team_id, start, end, unit).await?)),
+            Some(other) => return Err(ApiError::invalid_parameter("dimensions", format!("only `period` is computed, not {other:?}"))),
+            None => None,
+        };
         Ok(Json(EmailMetrics {
             object: "metrics".into(),
             metrics: METRIC_NAMES.iter().map(|name| name.to_string()).collect(),
-            dimensions: Vec::new(),
-            granularity: "daily".into(),
+            dimensions: data.as_ref().map(|_| vec!["period".to_string()]).unwrap_or_default(),
+            granularity,
             totals,
+            data,
             start_date: start,
             end_date: end,
             received,
@@ -211,6 +230,28 @@ pub(super) async fn content_readable(conn: &mut sqlx::PgConnection, team_id: uui
     }
 }
 
+/// `(period, kind, count)` rows as the answer's `data`: one row per period, oldest first, with
+/// every metric (0 when none).
+fn periods(rows: Vec<(DateTime<Utc>, String, i64)>) -> Vec<BTreeMap<String, serde_json::Value>> {
+    let mut by_period: BTreeMap<DateTime<Utc>, BTreeMap<String, serde_json::Value>> = BTreeMap::new();
+    for (period, kind, count) in rows {
+        let row = by_period.entry(period).or_insert_with(|| {
+            let mut row: BTreeMap<String, serde_json::Value> = METRIC_NAMES.iter().map(|name| (name.to_string(), serde_json::json!(0))).collect();
+            row.insert("period".into(), serde_json::json!(period.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+            row
+        });
+        row.insert(kind.trim_start_matches("email.").to_string(), serde_json::json!(count));
+    }
+    by_period.into_values().collect()
+}
+
+crate::choices! {
+    /// A period's length in a metrics breakdown (UTC).
+    Granularity = &["hourly", "daily", "weekly", "monthly"];
+    /// What a metrics breakdown is by (only `period` is computed).
+    Dimension = &["period"];
+}
+
 /// The metrics `GET /emails/metrics` computes, by the names the Resend SDKs use.
 const METRIC_NAMES: [&str; 10] = ["received", "sent", "delivered", "delivery_delayed", "bounced", "complained", "failed", "suppressed", "opened", "clicked"];
 
@@ -224,12 +265,16 @@ pub struct EmailMetrics {
     /// The metrics computed: `received`, `sent`, `delivered`, `delivery_delayed`, `bounced`,
     /// `complained`, `failed`, `suppressed`, `opened`, `clicked`.
     pub metrics: Vec<String>,
-    /// Always empty: the counts are totals over the window, not broken down.
+    /// `["period"]` when the counts are broken down by period (`data`), else empty.
     pub dimensions: Vec<String>,
-    /// Always `daily` (the only bucket size; nothing is broken down by period).
+    /// The periods' length: `hourly`, `daily` (default), `weekly` or `monthly`.
     pub granularity: String,
     /// Each metric's count over the window.
     pub totals: BTreeMap<String, i64>,
+    /// With `dimensions=period`: one row per period in which emails were accepted, oldest
+    /// first, `{ period, <metric>: count, ... }` (`period` the UTC start of the period).
+    #[oai(skip_serializing_if_is_none)]
+    pub data: Option<Vec<BTreeMap<String, serde_json::Value>>>,
     /// The window's start, inclusive.
     pub start_date: DateTime<Utc>,
     /// The window's end, inclusive.
