@@ -1,6 +1,7 @@
 // Drives the dashboard in Debian's Chromium with Playwright (playwright-core, no bundled
 // browser) and checks every page with axe-core: sign in through the form, the overview, the
-// emails list and one email's timeline; keyboard focus, 375 px width and dark mode. One line
+// emails list and one email's timeline, a domain's records; keyboard focus, 375 px width and
+// dark mode. One line
 // per check (`ok ...` or `FAIL ...`); exit 1 when any failed. Screenshots go to
 // HERALD_SCREENSHOTS. The email should hold a remote image: its preview must refuse it.
 //
@@ -96,9 +97,16 @@ try {
     expect(/UTC$/.test(await time.getAttribute('title')), 'no UTC title');
     expect(!/UTC$/.test(await time.textContent()), 'the text was not localised');
   });
+  await check("a domain's records, each with a copy button", async () => {
+    await page.goto(`${BASE}/app/domains`);
+    await Promise.all([page.waitForURL(/\/app\/domains\/[0-9a-f-]+$/), page.locator('table a').first().click()]);
+    expect(await page.locator('button[data-copy]').count() >= 2, 'no copy buttons');
+    await page.screenshot({ path: `${SHOTS}/domain-records.png`, fullPage: true });
+  });
+  await accessible(page, "a domain's records");
   await check('375 px wide: nothing scrolls sideways but the tables', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const path of ['/app', '/app/emails', `/app/emails/${EMAIL_ID}`]) {
+    for (const path of ['/app', '/app/emails', `/app/emails/${EMAIL_ID}`, '/app/domains']) {
       await page.goto(`${BASE}${path}`);
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       expect(width <= 375, `${path} is ${width} px wide`);

@@ -152,3 +152,39 @@ async fn in_chromium_a_person_signs_in_reads_an_emails_timeline_and_axe_core_fin
     assert!(said.contains("ok axe-core finds no serious or critical violation on an email's page"), "{said}");
     assert!(shots.join("email-timeline.png").exists(), "the screenshot is kept");
 }
+
+#[tokio::test]
+async fn a_domains_records_show_with_copy_buttons_a_member_verifies_and_a_viewer_gets_no_button_and_is_refused() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let domain = mail.domain["id"].as_str().unwrap().to_string();
+    let member = person(app, app.team_id, "member", "Mo").await;
+    let viewer = person(app, app.team_id, "viewer", "Vi").await;
+
+    let listed = get(app, Some(&member.cookie), "/app/domains").await.text().await.unwrap();
+    assert!(listed.contains(&format!("href=\"/app/domains/{domain}\"")), "{listed}");
+    let page = get(app, Some(&member.cookie), &format!("/app/domains/{domain}")).await.text().await.unwrap();
+    assert!(page.contains("DKIM") && page.contains("data-copy=\"p=MIIB") && page.contains("Verify now"), "{page}");
+    let viewing = get(app, Some(&viewer.cookie), &format!("/app/domains/{domain}")).await.text().await.unwrap();
+    assert!(viewing.contains("DKIM") && !viewing.contains("Verify now"), "a viewer sees no write control");
+
+    let post = |cookie: String, csrf: String| {
+        let url = app.url(&format!("/app/domains/{domain}/verify"));
+        async move { browser().post(url).header("cookie", format!("herald_session={cookie}")).form(&[("csrf", csrf)]).send().await.unwrap() }
+    };
+    let checked_before: Option<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar("SELECT checked_at FROM domains WHERE id = $1::uuid").bind(&domain).fetch_one(&app.pool).await.unwrap();
+    assert_eq!(post(member.cookie.clone(), "stale".into()).await.status(), 403, "a stale CSRF token");
+    let refused = post(viewer.cookie.clone(), viewer.csrf.clone()).await;
+    assert_eq!(refused.status(), 403);
+    assert!(refused.text().await.unwrap().contains("viewer"), "the API's refusal is shown");
+    let unchanged: Option<chrono::DateTime<chrono::Utc>> = sqlx::query_scalar("SELECT checked_at FROM domains WHERE id = $1::uuid").bind(&domain).fetch_one(&app.pool).await.unwrap();
+    assert_eq!(unchanged, checked_before, "refused posts check nothing");
+    let verified = post(member.cookie.clone(), member.csrf.clone()).await;
+    assert_eq!(verified.status(), 200);
+    assert!(verified.text().await.unwrap().contains("Checked just now"));
+
+    let (other, _) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let stranger = person(app, other, "admin", "Stranger").await;
+    assert_eq!(get(app, Some(&stranger.cookie), &format!("/app/domains/{domain}")).await.status(), 404);
+    assert_eq!(post(stranger.cookie.clone(), stranger.csrf.clone()).await.status(), 404);
+}

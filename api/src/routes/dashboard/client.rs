@@ -79,7 +79,15 @@ impl Api {
 pub struct Session {
     pub person_name: String,
     pub team_name: String,
+    pub role: String,
     pub csrf: String,
+}
+
+impl Session {
+    /// Whether the person may write in the team (the API refuses a viewer's writes anyway).
+    pub fn can_write(&self) -> bool {
+        self.role != "viewer"
+    }
 }
 
 impl Api {
@@ -96,6 +104,7 @@ impl Api {
         Ok(Some(Session {
             person_name: text(&b["user"]["name"]),
             team_name: text(&b["team"]["name"]),
+            role: text(&b["team"]["role"]),
             csrf: text(&b["csrf_token"]),
         }))
     }

@@ -183,6 +183,6 @@ pub async fn preview(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> 
 const RESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
 
 /// A query or path value, percent-encoded.
-fn urlencoding(value: &str) -> String {
+pub fn urlencoding(value: &str) -> String {
     percent_encoding::utf8_percent_encode(value, RESERVED).to_string()
 }

@@ -36,7 +36,7 @@ pub fn page(status: StatusCode, title: &str, session: Option<&Session>, body: &s
 fn nav(session: &Session) -> String {
     format!(
         "<header class=\"bar\"><nav aria-label=\"Main\"><a class=\"brand\" href=\"/app\">Herald</a>\
-         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a></nav>\
+         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/domains\">Domains</a></nav>\
          <div class=\"who\"><span>{} · {}</span><form method=\"post\" action=\"/app/logout\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form></div></header>",
         escape(&session.person_name),
@@ -74,7 +74,7 @@ pub fn htmx() -> Response {
     asset("text/javascript; charset=utf-8", include_bytes!("../../../../vendor/htmx/htmx.min.js"))
 }
 
-/// `GET /app/assets/app.js`: times in the person's own time zone.
+/// `GET /app/assets/app.js`: times in the person's own time zone, and copy buttons.
 #[handler]
 pub fn script() -> Response {
     asset("text/javascript; charset=utf-8", SCRIPT.as_bytes())
@@ -91,7 +91,9 @@ fn asset(content_type: &str, bytes: &'static [u8]) -> Response {
 
 const SCRIPT: &str = "document.addEventListener('DOMContentLoaded',function(){\
 document.querySelectorAll('time[datetime]').forEach(function(t){var d=new Date(t.getAttribute('datetime'));\
-if(!isNaN(d)){t.textContent=d.toLocaleString(undefined,{dateStyle:'medium',timeStyle:'short'});}});});";
+if(!isNaN(d)){t.textContent=d.toLocaleString(undefined,{dateStyle:'medium',timeStyle:'short'});}});\
+document.querySelectorAll('button[data-copy]').forEach(function(b){b.addEventListener('click',function(){\
+if(navigator.clipboard){navigator.clipboard.writeText(b.getAttribute('data-copy')).then(function(){b.textContent='Copied';});}});});});";
 
 const STYLE: &str = ":root{color-scheme:light dark;--bg:#f6f7f9;--fg:#1b1f24;--muted:#57606a;--card:#fff;--line:#d0d7de;--accent:#0a58ca;--bad:#b42318}\
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--card:#161b22;--line:#30363d;--accent:#6cb6ff;--bad:#ff7b72}}\

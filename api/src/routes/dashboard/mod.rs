@@ -4,6 +4,7 @@
 //! inline script or style; the stylesheet, a small script and htmx are served from the binary.
 
 mod client;
+mod domains;
 mod emails;
 mod layout;
 mod login;
@@ -27,6 +28,9 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/", get(overview::page_handler))
         .at("/login", get(login::form).post(login::submit.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/logout", post(login::logout.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/domains", get(domains::list))
+        .at("/domains/:id", get(domains::detail))
+        .at("/domains/:id/verify", post(domains::verify.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/emails", get(emails::list))
         .at("/emails/:id", get(emails::detail))
         .at("/emails/:id/preview", get(emails::preview))
