@@ -104,9 +104,44 @@ try {
     await page.screenshot({ path: `${SHOTS}/domain-records.png`, fullPage: true });
   });
   await accessible(page, "a domain's records");
+  // Every other area's list, each checked by axe-core.
+  const areas = [
+    ['/app/broadcasts', 'Broadcasts'], ['/app/templates', 'Templates'], ['/app/contacts', 'Contacts'], ['/app/contacts/imports', 'Imports'],
+    ['/app/segments', 'Segments'], ['/app/topics', 'Topics'], ['/app/automations', 'Automations'], ['/app/webhooks', 'Webhooks'],
+    ['/app/api-keys', 'API keys'], ['/app/logs', 'Request logs'], ['/app/suppressions', 'Suppressions'],
+  ];
+  for (const [path, heading] of areas) {
+    await check(`${path} opens`, async () => {
+      const answer = await page.goto(`${BASE}${path}`);
+      expect(answer.status() === 200, `status ${answer.status()}`);
+      expect((await page.textContent('h1')) === heading, `heading ${await page.textContent('h1')}`);
+    });
+    await accessible(page, path);
+  }
+  await check('a CSV import: the bar fills by itself until it says 100%', async () => {
+    await page.goto(`${BASE}/app/contacts/imports`);
+    const rows = ['email,first_name'].concat(Array.from({ length: 500 }, (_, i) => `reader${i}@example.com,Reader ${i}`)).join('\n');
+    await page.setInputFiles('#import-file', { name: 'readers.csv', mimeType: 'text/csv', buffer: Buffer.from(rows) });
+    await Promise.all([page.waitForURL(/\/app\/contacts\/imports\/[0-9a-f-]+$/), page.click('form[action="/app/contacts/imports"] button[type=submit]')]);
+    await page.waitForFunction(() => document.querySelector('#progress progress')?.value === 100, null, { timeout: 30000 });
+    const said = await page.textContent('#progress');
+    expect(/completed/.test(said) && /500 created/.test(said), said);
+    await page.screenshot({ path: `${SHOTS}/import-done.png`, fullPage: true });
+  });
+  await accessible(page, "an import's progress");
+  await check('a new API key: its token is shown once, with a copy button', async () => {
+    await page.goto(`${BASE}/app/api-keys`);
+    await page.fill('#api-keys-name', 'From the browser');
+    await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.url() === `${BASE}/app/api-keys`), page.click('form[action="/app/api-keys"] button[type=submit]')]);
+    await page.waitForSelector('code.value');
+    expect((await page.textContent('h1')) === 'Your new key', await page.textContent('h1'));
+    expect(/^rk_/.test(await page.textContent('code.value')), 'no token');
+    await page.goto(`${BASE}/app/api-keys`);
+    expect(!/rk_[A-Za-z0-9]{20,}/.test(await page.content()), 'the token shows again on the list');
+  });
   await check('375 px wide: nothing scrolls sideways but the tables', async () => {
     await page.setViewportSize({ width: 375, height: 800 });
-    for (const path of ['/app', '/app/emails', `/app/emails/${EMAIL_ID}`, '/app/domains']) {
+    for (const path of ['/app', '/app/emails', `/app/emails/${EMAIL_ID}`, '/app/domains', ...areas.map(([p]) => p)]) {
       await page.goto(`${BASE}${path}`);
       const width = await page.evaluate(() => document.documentElement.scrollWidth);
       expect(width <= 375, `${path} is ${width} px wide`);

@@ -10,6 +10,12 @@ pub const ACCESS_PREFIX: &str = "rko_";
 /// The dashboard session's cookie.
 pub const COOKIE: &str = "herald_session";
 
+/// Marks a request the dashboard's pages make in-process (a request extension, which nothing
+/// from the network can set): a page view makes several such calls, and they do not draw on
+/// the team's API rate limit; the same session calling the API from elsewhere does.
+#[derive(Clone, Copy, Debug)]
+pub struct DashboardCall;
+
 /// A cookie's value from the `Cookie` header.
 pub fn cookie(req: &Request, name: &str) -> Option<String> {
     req.headers()

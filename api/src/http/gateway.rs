@@ -232,7 +232,8 @@ impl<E: Endpoint> Gateway<E> {
             match self.session_of(&req).await.and_then(|session| session_caller(session, operation, req.method())) {
                 Ok((session, caller)) => {
                     record_team(session.team_id);
-                    if let Err(response) = self.rate_limit(caller.team_id, request_id, &mut handled).await {
+                    let page_call = req.extensions().get::<crate::http::credentials::DashboardCall>().is_some();
+                    if !page_call && let Err(response) = self.rate_limit(caller.team_id, request_id, &mut handled).await {
                         handled.response = response;
                         return handled;
                     }

@@ -43,6 +43,12 @@ impl Api {
     /// Calls `method path` with the browser's session cookie (and `csrf` as `X-CSRF-Token`),
     /// from the browser's own address, and reads its JSON answer.
     pub async fn call(&self, browser: &Request, method: Method, path: &str, body: Option<&Value>, csrf: Option<&str>) -> poem::Result<Answer> {
+        let payload = body.map(|body| ("application/json".to_string(), serde_json::to_vec(body).unwrap_or_default()));
+        self.send(browser, method, path, payload, csrf, &[]).await
+    }
+
+    /// Calls `method path` with a body of any type (`(content type, bytes)`) and extra headers.
+    pub async fn send(&self, browser: &Request, method: Method, path: &str, payload: Option<(String, Vec<u8>)>, csrf: Option<&str>, headers: &[(&str, &str)]) -> poem::Result<Answer> {
         let app = self.0.get().ok_or_else(|| poem::Error::from_string("the application is not ready", poem::http::StatusCode::SERVICE_UNAVAILABLE))?;
         let mut builder = poem::http::Request::builder().method(method).uri(path);
         if let Some(cookie) = browser.header(header::COOKIE) {
@@ -51,11 +57,14 @@ impl Api {
         if let Some(csrf) = csrf {
             builder = builder.header("x-csrf-token", csrf);
         }
-        builder = builder.header(header::USER_AGENT, USER_AGENT);
-        let bytes = match body {
-            Some(body) => {
-                builder = builder.header(header::CONTENT_TYPE, "application/json");
-                serde_json::to_vec(body).unwrap_or_default()
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder = builder.header(header::USER_AGENT, USER_AGENT).extension(crate::http::credentials::DashboardCall);
+        let bytes = match payload {
+            Some((content_type, bytes)) => {
+                builder = builder.header(header::CONTENT_TYPE, content_type);
+                bytes
             }
             None => Vec::new(),
         };

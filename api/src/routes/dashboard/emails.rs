@@ -168,15 +168,20 @@ pub async fn preview(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> 
     }
     let email = api.get(req, &format!("/emails/{}", urlencoding(&id))).await?;
     let html = email.body["html"].as_str().filter(|_| email.ok()).unwrap_or_default().to_string();
-    Ok(Response::builder()
-        .status(if email.ok() { StatusCode::OK } else { StatusCode::NOT_FOUND })
+    Ok(framed(email.ok(), html))
+}
+
+/// An HTML preview for a frame of the app: no script, no remote image, framed by the app only.
+pub fn framed(found: bool, html: String) -> Response {
+    Response::builder()
+        .status(if found { StatusCode::OK } else { StatusCode::NOT_FOUND })
         .header(header::CONTENT_TYPE, "text/html; charset=utf-8")
         .header(header::CONTENT_SECURITY_POLICY, PREVIEW_POLICY)
         .header(header::X_FRAME_OPTIONS, "SAMEORIGIN")
         .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
         .header(header::CACHE_CONTROL, "no-store")
         .header(header::REFERRER_POLICY, "no-referrer")
-        .body(html))
+        .body(html)
 }
 
 /// What a query or path value keeps as it is: letters, digits and `-_.~` (RFC 3986's unreserved).

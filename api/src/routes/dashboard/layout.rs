@@ -36,7 +36,9 @@ pub fn page(status: StatusCode, title: &str, session: Option<&Session>, body: &s
 fn nav(session: &Session) -> String {
     format!(
         "<header class=\"bar\"><nav aria-label=\"Main\"><a class=\"brand\" href=\"/app\">Herald</a>\
-         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/domains\">Domains</a></nav>\
+         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/broadcasts\">Broadcasts</a><a href=\"/app/templates\">Templates</a>\
+         <a href=\"/app/contacts\">Audience</a><a href=\"/app/automations\">Automations</a><a href=\"/app/domains\">Domains</a><a href=\"/app/webhooks\">Webhooks</a>\
+         <a href=\"/app/api-keys\">API keys</a><a href=\"/app/logs\">Logs</a><a href=\"/app/suppressions\">Suppressions</a><a href=\"/app/team\">Team</a></nav>\
          <div class=\"who\"><span>{} · {}</span><form method=\"post\" action=\"/app/logout\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form></div></header>",
         escape(&session.person_name),
@@ -113,4 +115,9 @@ button{cursor:pointer}.card{background:var(--card);border:1px solid var(--line);
 iframe.preview{width:100%;min-height:420px;border:1px solid var(--line);background:#fff}pre{white-space:pre-wrap;overflow-wrap:anywhere}\
 .muted{color:var(--muted)}ol.timeline{padding-left:1.25rem}.pager{display:flex;gap:1rem;margin:1rem 0}\
 .chart{margin:1rem 0}.chart svg{width:100%;height:auto;display:block}rect.sent,.key.sent{fill:var(--accent);background:var(--accent)}\
-rect.delivered,.key.delivered{fill:#2da44e;background:#2da44e}.key{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;vertical-align:middle}";
+rect.delivered,.key.delivered{fill:#2da44e;background:#2da44e}.key{display:inline-block;width:.8rem;height:.8rem;border-radius:2px;vertical-align:middle}\
+form.stack{display:flex;flex-direction:column;align-items:flex-start;gap:.25rem;max-width:100%}form.stack input:not([type=checkbox]),form.stack select,form.stack textarea{width:min(100%,36rem)}\
+form.inline{display:inline}textarea{font:inherit;padding:.4rem .6rem;border:1px solid var(--line);border-radius:4px;background:var(--card);color:var(--fg)}textarea.code{font-family:ui-monospace,monospace;width:100%}\
+fieldset{border:1px solid var(--line);border-radius:4px;margin:.5rem 0}.checks{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:.25rem}label.check{display:flex;gap:.4rem;align-items:center;margin:0}\
+progress{width:100%;height:1.25rem}ul.columns{columns:16rem}.empty{background:var(--card);border:1px dashed var(--line);border-radius:6px;padding:1rem}\
+iframe.preview.mobile{width:375px;max-width:100%}button:disabled{cursor:not-allowed}";

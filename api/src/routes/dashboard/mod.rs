@@ -3,12 +3,33 @@
 //! session, so no rule is implemented twice and request logs say `dashboard`. Pages carry no
 //! inline script or style; the stylesheet, a small script and htmx are served from the binary.
 
+/// The signed-in session, or (returning) the way to the sign-in page.
+macro_rules! signed_in {
+    ($req:expr, $api:expr) => {
+        match $api.session($req).await? {
+            Some(session) => session,
+            None => return Ok(super::layout::to_sign_in()),
+        }
+    };
+}
+
+mod audience;
+mod automations;
+mod broadcasts;
 mod client;
 mod domains;
 mod emails;
+mod imports;
+mod keys;
+mod kit;
 mod layout;
 mod login;
+mod logs;
 mod overview;
+mod suppressions;
+mod team;
+mod templates;
+mod webhooks;
 
 use crate::app::AppSlot;
 use poem::middleware::SizeLimit;
@@ -34,6 +55,40 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/emails", get(emails::list))
         .at("/emails/:id", get(emails::detail))
         .at("/emails/:id/preview", get(emails::preview))
+        .at("/api-keys", get(keys::list).post(keys::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/api-keys/:id/revoke", post(keys::revoke.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/webhooks", get(webhooks::list).post(webhooks::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/webhooks/:id", get(webhooks::detail))
+        .at("/webhooks/:id/rotate", post(webhooks::rotate.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/webhooks/:id/events/:event_id", get(webhooks::event))
+        .at("/webhooks/:id/events/:event_id/replay", post(webhooks::replay.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/logs", get(logs::list))
+        .at("/logs/:id", get(logs::detail))
+        .at("/suppressions", get(suppressions::list).post(suppressions::add.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/suppressions/:id/remove", post(suppressions::remove.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/contacts", get(audience::contacts).post(audience::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/contacts/imports", get(imports::list).post(imports::upload.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
+        .at("/contacts/imports/:id", get(imports::detail))
+        .at("/contacts/imports/:id/progress", get(imports::progress_fragment))
+        .at("/contacts/:id", get(audience::contact))
+        .at("/contacts/:id/delete", post(audience::delete.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/segments", get(audience::segments))
+        .at("/segments/:id", get(audience::segment))
+        .at("/topics", get(audience::topics))
+        .at("/templates", get(templates::list))
+        .at("/templates/:id", get(templates::detail).post(templates::save.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
+        .at("/templates/:id/preview", get(templates::preview))
+        .at("/templates/:id/publish", post(templates::publish.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/broadcasts", get(broadcasts::list).post(broadcasts::create.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
+        .at("/broadcasts/:id", get(broadcasts::detail))
+        .at("/broadcasts/:id/progress", get(broadcasts::progress_fragment))
+        .at("/broadcasts/:id/send", post(broadcasts::send.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/broadcasts/:id/cancel", post(broadcasts::cancel.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/automations", get(automations::list))
+        .at("/automations/:id", get(automations::detail))
+        .at("/automations/:id/runs/:run_id", get(automations::run))
+        .at("/team", get(team::page_handler))
+        .at("/team/invitations", post(team::invite.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/assets/app.css", get(layout::stylesheet))
         .at("/assets/app.js", get(layout::script))
         .at("/assets/htmx.min.js", get(layout::htmx))

@@ -4,7 +4,7 @@
 //! the next draft while sends keep the published version.
 
 use crate::http::body::Body;
-use crate::http::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult, ErrorKind};
 use crate::http::fields::{Bounded, Choice, IdText, Nullable, Required, Search};
 use crate::http::paging::{keyed_page_request, page_by_key, page_request, search_text};
 use crate::routes::{Deleted, Tag, Updated};
@@ -12,7 +12,7 @@ use crate::routes::emails::send_body::Addresses;
 use crate::state::{AppState, Caller};
 use crate::routes::templates::content::{self, ContentInput, VariableIn};
 use poem::web::Data;
-use poem_openapi::param::{Path, Query};
+use poem_openapi::param::{Header, Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::MaybeUndefined;
 use poem_openapi::{ApiResponse, Object};
@@ -224,8 +224,20 @@ impl TemplatesApi {
 
     /// Change a template. `name` and `alias` change in place; content changes edit the open
     /// draft, or open the next version when the current one is published (sends keep it).
+    /// With `If-Match` naming the `updated_at` the change was made against, a template changed
+    /// since (another tab, another person) is `412 precondition_failed` and nothing changes.
     #[oai(path = "/templates/:template_id", method = "patch", operation_id = "update-template")]
-    async fn update(&self, state: Data<&AppState>, caller: Data<&Caller>, template_id: Path<String>, body: Body<UpdateTemplate>) -> ApiResult<Json<Updated>> {
+    async fn update(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        template_id: Path<String>,
+        /// The template's `updated_at` as last read (quoted or not).
+        #[oai(name = "If-Match", validator(max_length = 64, pattern = r#"^(W/)?"?[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9]{2}:[0-9]{2})"?$"#))]
+        if_match: Header<Option<String>>,
+        body: Body<UpdateTemplate>,
+    ) -> ApiResult<Json<Updated>> {
+        let expected = if_match.0.as_deref().map(read_as_of).transpose()?;
         let body = body.0;
         let name = body.name.as_deref().map(check_name).transpose()?;
         let alias = match &body.alias {
@@ -235,6 +247,12 @@ impl TemplatesApi {
         };
         let mut tx = state.pool.begin().await?;
         let template = found(templates::find(&mut tx, caller.team_id, &Key::parse(&template_id.0), true).await?)?;
+        if let Some(expected) = expected.filter(|at| *at != template.updated_at) {
+            return Err(ApiError::new(
+                ErrorKind::PreconditionFailed,
+                format!("The template changed since {}: it was saved at {}. Read it again and redo the change.", expected.to_rfc3339(), template.updated_at.to_rfc3339()),
+            ));
+        }
         if name.is_some() || alias.is_some() {
             let renamed = match templates::rename(&mut tx, template.id, name.as_deref(), alias.as_ref().map(|a| a.as_deref())).await {
                 // Two renames racing for one alias: the index refuses the second.
@@ -424,4 +442,10 @@ fn check_alias(alias: &str) -> ApiResult<String> {
 fn alias_taken() -> ApiError {
     ApiError::refused("Another live template of the team has this alias; choose another or delete that template first.")
         .with_error("alias", "is held by another live template")
+}
+
+/// The instant an `If-Match` names (`updated_at`, quoted or weak or bare).
+fn read_as_of(raw: &str) -> ApiResult<chrono::DateTime<chrono::Utc>> {
+    let bare = raw.trim().trim_start_matches("W/").trim_matches('"');
+    chrono::DateTime::parse_from_rfc3339(bare).map(|at| at.to_utc()).map_err(|_| ApiError::invalid_parameter("If-Match", "must be the template's `updated_at`, as its answers give it"))
 }
