@@ -191,13 +191,16 @@ EXCLUSIONS = [
     (
         "ST202", r"^(POST|PATCH) /(templates|saved-blocks)", None,
         r"`html`|`starter`|`document`|`text`|`variables|`content`|`alias`|`from`|`subject`|`reply_to|"
-        r"brand_overrides|document|content|placeholder|declared|alias|template|version",
+        r"brand_overrides|document|content|placeholder|declared|alias|template|version|`If-Match`",
         "a template's content is checked by the renderer: exactly one of `html`, `starter` and "
         "`document`, every `{{key}}` declared and every variable used, fallbacks of the declared "
         "type, merge-tag formats, a block document's grammar (block types, columns, the preheader, "
         "show-when rules over the team's properties, topics and segments, repeat groups), brand "
         "fields, mailbox syntax in `from`/`reply_to`, and an alias free among the team's live "
-        "templates; a saved block's content is a block or section of that grammar",
+        "templates; a saved block's content is a block or section of that grammar; a template's "
+        "`If-Match` is its `updated_at` as an RFC 3339 instant (generated values that fit the "
+        "header's pattern as Python reads it, for instance before a line end, fail it as Rust's "
+        "regex reads it)",
     ),
     (
         "ST202", r"^(POST|PATCH) /broadcasts", None,
