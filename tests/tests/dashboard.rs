@@ -188,3 +188,66 @@ async fn a_domains_records_show_with_copy_buttons_a_member_verifies_and_a_viewer
     assert_eq!(get(app, Some(&stranger.cookie), &format!("/app/domains/{domain}")).await.status(), 404);
     assert_eq!(post(stranger.cookie.clone(), stranger.csrf.clone()).await.status(), 404);
 }
+
+#[tokio::test]
+async fn a_member_saves_a_domains_tracking_and_rotates_its_dkim_key_and_a_viewer_gets_neither() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let domain = mail.domain["id"].as_str().unwrap().to_string();
+    let member = person(app, app.team_id, "member", "Mo").await;
+    let viewer = person(app, app.team_id, "viewer", "Vi").await;
+    let form = |who: &tests::inbox::Person, path: &str, fields: Vec<(&'static str, String)>| {
+        let request = browser().post(app.url(path)).header("cookie", format!("herald_session={}", who.cookie));
+        let mut fields = fields;
+        fields.push(("csrf", who.csrf.clone()));
+        async move { request.form(&fields).send().await.unwrap() }
+    };
+    let viewing = get(app, Some(&viewer.cookie), &format!("/app/domains/{domain}")).await.text().await.unwrap();
+    assert!(!viewing.contains("Save settings") && !viewing.contains("Rotate the DKIM key"), "a viewer sees no control");
+    assert_eq!(form(&viewer, &format!("/app/domains/{domain}/settings"), vec![("open_tracking", "true".into())]).await.status(), 403);
+    assert_eq!(app.get(&format!("/domains/{domain}")).await.body["open_tracking"], false, "the viewer's post changed nothing");
+
+    let saved = form(&member, &format!("/app/domains/{domain}/settings"), vec![("open_tracking", "true".into()), ("receiving", "disabled".into()), ("tls", "opportunistic".into())]).await;
+    assert_eq!(saved.status(), 200);
+    assert!(saved.text().await.unwrap().contains("Settings saved."));
+    let read = app.get(&format!("/domains/{domain}")).await.body;
+    assert_eq!((read["open_tracking"].clone(), read["click_tracking"].clone()), (json!(true), json!(false)), "an unticked box is false: {read}");
+
+    let rotated = form(&member, &format!("/app/domains/{domain}/rotate"), vec![]).await;
+    assert_eq!(rotated.status(), 200);
+    assert!(rotated.text().await.unwrap().contains("DKIM rotation"), "the page shows the rotation under way");
+    assert!(app.get(&format!("/domains/{domain}")).await.body["dkim_rotation"].is_object());
+
+    let (other, _) = api::cli::create_team(&app.pool, "Other").await.unwrap();
+    let stranger = person(app, other, "admin", "Stranger").await;
+    assert_eq!(form(&stranger, &format!("/app/domains/{domain}/settings"), vec![("open_tracking", "false".into())]).await.status(), 404);
+    assert_eq!(app.get(&format!("/domains/{domain}")).await.body["open_tracking"], true, "another team changed nothing");
+}
+
+#[tokio::test]
+async fn a_scheduled_email_is_rescheduled_then_cancelled_from_its_page() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let member = person(app, app.team_id, "member", "Mo").await;
+    let mut message = Mail::message("delivered@simulator.herald.test");
+    message["scheduled_at"] = json!("in 1 hour");
+    let id = mail.send(message).await;
+    let page = get(app, Some(&member.cookie), &format!("/app/emails/{id}")).await.text().await.unwrap();
+    assert!(page.contains("Reschedule") && page.contains("Cancel this email"), "{page}");
+    let post = |path: String, fields: Vec<(&'static str, String)>| {
+        let request = browser().post(app.url(&path)).header("cookie", format!("herald_session={}", member.cookie));
+        let mut fields = fields;
+        fields.push(("csrf", member.csrf.clone()));
+        async move { request.form(&fields).send().await.unwrap() }
+    };
+    let before = app.get(&format!("/emails/{id}")).await.body["scheduled_at"].clone();
+    let refused = post(format!("/app/emails/{id}/reschedule"), vec![("scheduled_at", "not a time".into())]).await;
+    assert!(refused.status().is_client_error(), "{}", refused.status());
+    assert_eq!(app.get(&format!("/emails/{id}")).await.body["scheduled_at"], before, "a refused time changes nothing");
+    let moved = post(format!("/app/emails/{id}/reschedule"), vec![("scheduled_at", "in 2 hours".into())]).await;
+    assert_eq!(moved.status(), 303);
+    assert_ne!(app.get(&format!("/emails/{id}")).await.body["scheduled_at"], before, "rescheduled");
+    let cancelled = post(format!("/app/emails/{id}/cancel"), vec![]).await;
+    assert_eq!(cancelled.status(), 303);
+    assert_eq!(app.get(&format!("/emails/{id}")).await.body["last_event"], "canceled");
+}

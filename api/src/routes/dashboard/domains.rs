@@ -12,6 +12,65 @@ use poem::{Request, Response, handler};
 use serde::Deserialize;
 use serde_json::Value;
 
+/// The settings form: tracking, receiving and TLS, as `PATCH /domains/{id}` takes them.
+fn settings_form(domain: &Value, csrf: &str) -> String {
+    let checked = |field: &str| if domain[field] == true { " checked" } else { "" };
+    let receiving = domain["capabilities"]["receiving"].as_str().unwrap_or("disabled");
+    let tls = domain["tls"].as_str().unwrap_or("opportunistic");
+    let option = |value: &str, current: &str| format!("<option{}>{value}</option>", if value == current { " selected" } else { "" });
+    format!(
+        "<form class=\"stack\" method=\"post\" action=\"/app/domains/{}/settings\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <label class=\"check\"><input type=\"checkbox\" name=\"open_tracking\" value=\"true\"{}> Track opens</label>\
+         <label class=\"check\"><input type=\"checkbox\" name=\"click_tracking\" value=\"true\"{}> Track clicks</label>\
+         <label for=\"d-receiving\">Receiving mail at this domain</label><select id=\"d-receiving\" name=\"receiving\">{}{}</select>\
+         <label for=\"d-tls\">TLS to receiving servers</label><select id=\"d-tls\" name=\"tls\">{}{}</select>\
+         <button type=\"submit\">Save settings</button></form>",
+        escape(&super::emails::urlencoding(domain["id"].as_str().unwrap_or_default())),
+        escape(csrf),
+        checked("open_tracking"),
+        checked("click_tracking"),
+        option("disabled", receiving),
+        option("enabled", receiving),
+        option("opportunistic", tls),
+        option("enforced", tls)
+    )
+}
+
+/// `POST /app/domains/{id}/settings`: `PATCH /domains/{id}`; an unticked box is `false`.
+#[handler]
+pub async fn settings(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let body = serde_json::json!({
+        "open_tracking": form.get("open_tracking").is_some_and(|v| v == "true"),
+        "click_tracking": form.get("click_tracking").is_some_and(|v| v == "true"),
+        "capabilities": { "receiving": super::kit::given(&form, "receiving").unwrap_or("disabled") },
+        "tls": super::kit::given(&form, "tls").unwrap_or("opportunistic"),
+    });
+    let path = format!("/domains/{}", super::emails::urlencoding(&id));
+    let answer = super::kit::write(req, &api, Method::PATCH, &path, Some(&body), &form).await?;
+    after_write(req, &api, &session, &path, answer, "Settings saved.").await
+}
+
+/// `POST /app/domains/{id}/rotate`: `POST /domains/{id}/dkim/rotate`.
+#[handler]
+pub async fn rotate(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let path = format!("/domains/{}", super::emails::urlencoding(&id));
+    let answer = super::kit::write(req, &api, Method::POST, &format!("{path}/dkim/rotate"), None, &form).await?;
+    after_write(req, &api, &session, &path, answer, "A new DKIM key is ready: publish its record, then verify.").await
+}
+
+/// The domain's page after a write: the outcome beside the records (the API's status on a refusal).
+async fn after_write(req: &Request, api: &Api, session: &super::client::Session, path: &str, answer: super::client::Answer, done: &str) -> poem::Result<Response> {
+    let domain = api.get(req, path).await?;
+    if !domain.ok() {
+        return Ok(not_found(session));
+    }
+    let domain = domain.body;
+    let outcome = if answer.ok() { (true, done.to_string()) } else { (false, answer.message()) };
+    Ok(page(super::kit::status_of(&answer), domain["name"].as_str().unwrap_or("Domain"), Some(session), &domain_body(&domain, &session.csrf, session.can_write(), Some(outcome))))
+}
+
 /// The verify form's field.
 #[derive(Deserialize)]
 pub struct VerifyForm {
@@ -79,6 +138,14 @@ pub async fn verify(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form
 
 fn domain_body(domain: &Value, csrf: &str, can_write: bool, outcome: Option<(bool, String)>) -> String {
     let id = domain["id"].as_str().unwrap_or_default();
+    let rotation = match (&domain["dkim_rotation"], can_write) {
+        (Value::Object(_), _) => super::kit::card("dkim", "DKIM rotation", &format!(
+            "<p>A new key is waiting for its record in DNS: publish the DKIM record below, then verify. <span class=\"muted\">{}</span></p>",
+            escape(&domain["dkim_rotation"].to_string())
+        )),
+        (_, true) => super::kit::card("dkim", "DKIM key", &super::kit::button(&format!("/app/domains/{}/rotate", super::emails::urlencoding(id)), csrf, "Rotate the DKIM key")),
+        _ => String::new(),
+    };
     let records: String = domain["records"]
         .as_array()
         .into_iter()
@@ -104,14 +171,14 @@ fn domain_body(domain: &Value, csrf: &str, can_write: bool, outcome: Option<(boo
             "<form method=\"post\" action=\"/app/domains/{}/verify\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Verify now</button></form>",
             escape(id),
             escape(csrf)
-        )
+        ) + &settings_form(domain, csrf)
     } else {
         "<p class=\"muted\">A viewer reads the records; a member or an admin verifies.</p>".to_string()
     };
     format!(
         "<p><a href=\"/app/domains\">← Domains</a></p><h1>{}</h1>\
          <section class=\"card\"><dl><dt>Status</dt><dd>{}</dd><dt>Region</dt><dd>{}</dd><dt>Last checked</dt><dd>{}</dd></dl>{action}{outcome}</section>\
-         <section class=\"card\" aria-labelledby=\"records\"><h2 id=\"records\">DNS records</h2><div class=\"scroll\"><table>\
+         {rotation}<section class=\"card\" aria-labelledby=\"records\"><h2 id=\"records\">DNS records</h2><div class=\"scroll\"><table>\
          <thead><tr><th scope=\"col\">Record</th><th scope=\"col\">Type</th><th scope=\"col\">Name</th><th scope=\"col\">Value</th><th scope=\"col\">Status</th></tr></thead>\
          <tbody>{records}</tbody></table></div></section>",
         escape(domain["name"].as_str().unwrap_or_default()),

@@ -5,7 +5,7 @@ use super::client::Api;
 use super::layout::{not_found, page, time, to_sign_in};
 use crate::routes::pages::html::escape;
 use poem::http::{StatusCode, header};
-use poem::web::{Data, Path, Query};
+use poem::web::{Data, Form, Path, Query};
 use poem::{Request, Response, handler};
 use serde::Deserialize;
 use serde_json::Value;
@@ -139,13 +139,54 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> p
         .collect();
     let parts = if parts.is_empty() { String::new() } else { format!("<section class=\"card\" aria-labelledby=\"attachments\"><h2 id=\"attachments\">Attachments</h2><ul>{parts}</ul></section>") };
     let title = e["subject"].as_str().filter(|s| !s.is_empty()).unwrap_or("Email");
+    let scheduled = if e["last_event"] == "scheduled" && session.can_write() { scheduled_controls(&id, &session.csrf, &e["scheduled_at"]) } else { String::new() };
     let body = format!(
-        "<p><a href=\"/app/emails\">← Emails</a></p><h1>{}</h1><section class=\"card\">{facts}</section>\
+        "<p><a href=\"/app/emails\">← Emails</a></p><h1>{}</h1><section class=\"card\">{facts}{scheduled}</section>\
          <section class=\"card\" aria-labelledby=\"timeline\"><h2 id=\"timeline\">Timeline</h2>{timeline}</section>\
          <section class=\"card\" aria-labelledby=\"content\"><h2 id=\"content\">Content</h2>{content}</section>{headers}{parts}",
         escape(title)
     );
     Ok(page(StatusCode::OK, title, Some(&session), &body))
+}
+
+/// A scheduled email's controls: send it later (or sooner), or cancel it.
+fn scheduled_controls(id: &str, csrf: &str, at: &Value) -> String {
+    format!(
+        "<p>Scheduled for {}.</p><form class=\"stack\" method=\"post\" action=\"/app/emails/{id}/reschedule\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <label for=\"scheduled_at\">Send at (an ISO 8601 time, or a phrase such as “in 2 hours”)</label><input id=\"scheduled_at\" name=\"scheduled_at\" required maxlength=\"100\">\
+         <button type=\"submit\">Reschedule</button></form>{}",
+        super::layout::time(at),
+        escape(csrf),
+        super::kit::button(&format!("/app/emails/{id}/cancel"), csrf, "Cancel this email")
+    )
+}
+
+/// `POST /app/emails/{id}/reschedule`: `PATCH /emails/{id}` with the new `scheduled_at`.
+#[handler]
+pub async fn reschedule(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let body = serde_json::json!({ "scheduled_at": form.get("scheduled_at").cloned().unwrap_or_default() });
+    let answer = super::kit::write(req, &api, poem::http::Method::PATCH, &format!("/emails/{}", urlencoding(&id)), Some(&body), &form).await?;
+    after_write(&session, &id, &answer)
+}
+
+/// `POST /app/emails/{id}/cancel`: `POST /emails/{id}/cancel`.
+#[handler]
+pub async fn cancel(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let answer = super::kit::write(req, &api, poem::http::Method::POST, &format!("/emails/{}/cancel", urlencoding(&id)), None, &form).await?;
+    after_write(&session, &id, &answer)
+}
+
+/// Back to the email after a write that worked; the API's refusal otherwise.
+fn after_write(session: &super::client::Session, id: &str, answer: &super::client::Answer) -> poem::Result<Response> {
+    if matches!(answer.status, 404 | 422) && answer.field_error("scheduled_at").is_none() {
+        return Ok(not_found(session));
+    }
+    if !answer.ok() {
+        return Ok(super::kit::refused_page(session, answer));
+    }
+    Ok(super::kit::see_other(&format!("/app/emails/{}", urlencoding(id))))
 }
 
 /// One event of the timeline, with the receiving server's reply when it has one.
