@@ -108,7 +108,7 @@ try {
   const areas = [
     ['/app/broadcasts', 'Broadcasts'], ['/app/templates', 'Templates'], ['/app/contacts', 'Contacts'], ['/app/contacts/imports', 'Imports'],
     ['/app/segments', 'Segments'], ['/app/topics', 'Topics'], ['/app/automations', 'Automations'], ['/app/webhooks', 'Webhooks'],
-    ['/app/api-keys', 'API keys'], ['/app/logs', 'Request logs'], ['/app/suppressions', 'Suppressions'],
+    ['/app/api-keys', 'API keys'], ['/app/logs', 'Request logs'], ['/app/suppressions', 'Suppressions'], ['/app/inbox', 'Inbox'],
   ];
   for (const [path, heading] of areas) {
     await check(`${path} opens`, async () => {

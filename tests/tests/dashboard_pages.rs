@@ -219,7 +219,7 @@ async fn every_area_opens_for_a_viewer_with_no_write_control_and_the_logs_say_da
     let admin = person(&app, app.team_id, "admin", "Ada").await;
     let areas = [
         "/app/api-keys", "/app/webhooks", "/app/logs", "/app/suppressions", "/app/contacts", "/app/contacts/imports", "/app/segments", "/app/topics", "/app/templates", "/app/broadcasts",
-        "/app/automations", "/app/team",
+        "/app/automations", "/app/team", "/app/inbox",
     ];
     for path in areas {
         let (status, page) = get(&app, &viewer, path).await;

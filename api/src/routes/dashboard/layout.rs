@@ -37,7 +37,7 @@ fn nav(session: &Session) -> String {
     format!(
         "<header class=\"bar\"><nav aria-label=\"Main\"><a class=\"brand\" href=\"/app\">Herald</a>\
          <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/broadcasts\">Broadcasts</a><a href=\"/app/templates\">Templates</a>\
-         <a href=\"/app/contacts\">Audience</a><a href=\"/app/automations\">Automations</a><a href=\"/app/domains\">Domains</a><a href=\"/app/webhooks\">Webhooks</a>\
+         <a href=\"/app/contacts\">Audience</a><a href=\"/app/inbox\">Inbox</a><a href=\"/app/automations\">Automations</a><a href=\"/app/domains\">Domains</a><a href=\"/app/webhooks\">Webhooks</a>\
          <a href=\"/app/api-keys\">API keys</a><a href=\"/app/logs\">Logs</a><a href=\"/app/suppressions\">Suppressions</a><a href=\"/app/team\">Team</a></nav>\
          <div class=\"who\"><span>{} · {}</span><form method=\"post\" action=\"/app/logout\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form></div></header>",
@@ -120,4 +120,4 @@ form.stack{display:flex;flex-direction:column;align-items:flex-start;gap:.25rem;
 form.inline{display:inline}textarea{font:inherit;padding:.4rem .6rem;border:1px solid var(--line);border-radius:4px;background:var(--card);color:var(--fg)}textarea.code{font-family:ui-monospace,monospace;width:100%}\
 fieldset{border:1px solid var(--line);border-radius:4px;margin:.5rem 0}.checks{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:.25rem}label.check{display:flex;gap:.4rem;align-items:center;margin:0}\
 progress{width:100%;height:1.25rem}ul.columns{columns:16rem}.empty{background:var(--card);border:1px dashed var(--line);border-radius:6px;padding:1rem}\
-iframe.preview.mobile{width:375px;max-width:100%}button:disabled{cursor:not-allowed}";
+iframe.preview.mobile{width:375px;max-width:100%}ol.thread{list-style:none;padding:0}ol.thread li{border-left:3px solid var(--line);padding:.25rem .75rem;margin:0 0 .75rem}ol.thread li.note{border-color:#bf8700}button:disabled{cursor:not-allowed}";

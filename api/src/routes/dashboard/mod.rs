@@ -20,6 +20,7 @@ mod client;
 mod domains;
 mod emails;
 mod imports;
+mod inbox;
 mod keys;
 mod kit;
 mod layout;
@@ -91,6 +92,11 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/automations", get(automations::list))
         .at("/automations/:id", get(automations::detail))
         .at("/automations/:id/runs/:run_id", get(automations::run))
+        .at("/inbox", get(inbox::list))
+        .at("/inbox/:id", get(inbox::detail))
+        .at("/inbox/:id/reply", post(inbox::reply.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/inbox/:id/note", post(inbox::note.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/inbox/:id/update", post(inbox::update.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team", get(team::page_handler))
         .at("/team/invitations", post(team::invite.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/assets/app.css", get(layout::stylesheet))

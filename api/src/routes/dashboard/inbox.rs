@@ -1,0 +1,188 @@
+//! The support Inbox: conversations (by status, newest activity first), one conversation's
+//! messages and notes, replying, writing a note, and changing its status or assignee (with the
+//! version the page was read at as `If-Match`, so a change made meanwhile is reported, not
+//! overwritten), through `/inbox/conversations` as the session.
+
+use super::client::{Answer, Api, Session};
+use super::emails::urlencoding;
+use super::kit::{self, Fields, Paging};
+use super::layout::{page, time};
+use crate::routes::pages::html::escape;
+use poem::http::{Method, StatusCode};
+use poem::web::{Data, Form, Path, Query};
+use poem::{Request, Response, handler};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The statuses a conversation takes.
+const STATUSES: [&str; 3] = ["open", "pending", "done"];
+
+/// The list's query.
+#[derive(Deserialize, Default)]
+pub struct ListQuery {
+    status: Option<String>,
+    after: Option<String>,
+}
+
+fn who(customer: &Value) -> String {
+    customer["name"].as_str().filter(|n| !n.is_empty()).or(customer["email"].as_str()).unwrap_or_default().to_string()
+}
+
+/// `GET /app/inbox`.
+#[handler]
+pub async fn list(req: &Request, api: Data<&Api>, Query(query): Query<ListQuery>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let status = query.status.as_deref().filter(|s| STATUSES.contains(s)).unwrap_or("open");
+    let paging = Paging { after: query.after.clone(), search: None };
+    let answer = api.get(req, &paging.path(&format!("/inbox/conversations?status={status}"), 25)).await?;
+    if answer.status == 403 {
+        // No channel yet (or no Inbox access): what to do, as the list's empty state.
+        return Ok(page(StatusCode::OK, "Inbox", Some(&session), &format!("<h1>Inbox</h1><p class=\"empty\">{}</p>", escape(&answer.message()))));
+    }
+    if !answer.ok() {
+        return Ok(kit::refused_page(&session, &answer));
+    }
+    let tabs: String = STATUSES
+        .iter()
+        .map(|s| if *s == status { format!("<b aria-current=\"page\">{s}</b>") } else { format!("<a href=\"/app/inbox?status={s}\">{s}</a>") })
+        .collect::<Vec<_>>()
+        .join(" · ");
+    let table = kit::table(
+        &["Conversation", "Customer", "Assignee", "Messages", "Last message"],
+        &kit::rows(&answer),
+        |c| {
+            let subject = c["subject"].as_str().filter(|s| !s.is_empty()).unwrap_or("(no subject)");
+            vec![
+                kit::link(&format!("/app/inbox/{}", kit::id(&c["id"])), subject),
+                escape(&who(&c["customer"])),
+                kit::text(&c["assignee"]["name"]),
+                kit::text(&c["message_count"]),
+                time(&c["last_message_at"]),
+            ]
+        },
+        "No conversation here. Mail to a channel's address, or a form posting to <code>POST /inbox/conversations</code>, starts one.",
+    );
+    let body = format!("<h1>Inbox</h1><nav class=\"pager\" aria-label=\"Status\">{tabs}</nav>{table}{}", kit::pager(&format!("/app/inbox?status={status}"), &answer));
+    Ok(page(StatusCode::OK, "Inbox", Some(&session), &body))
+}
+
+/// `GET /app/inbox/{id}`.
+#[handler]
+pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    conversation_page(req, &api, &session, &id, None).await
+}
+
+async fn conversation_page(req: &Request, api: &Api, session: &Session, id: &str, refused: Option<(&Fields, &Answer)>) -> poem::Result<Response> {
+    let path = format!("/inbox/conversations/{}", urlencoding(id));
+    let conversation = match kit::one(req, api, session, &path).await? {
+        Ok(conversation) => conversation,
+        Err(page) => return Ok(page),
+    };
+    let messages = api.get(req, &format!("{path}/messages?limit=100")).await?;
+    let thread: String = kit::rows(&messages)
+        .iter()
+        .map(|m| {
+            let kind = m["kind"].as_str().unwrap_or_default();
+            let author = m["author"]["name"].as_str().map(str::to_string).unwrap_or_else(|| m["from_name"].as_str().filter(|n| !n.is_empty()).or(m["from"].as_str()).unwrap_or_default().to_string());
+            let text = m["text"].as_str().map_or_else(|| "<p class=\"muted\">(HTML only)</p>".to_string(), |t| format!("<pre>{}</pre>", escape(t)));
+            format!("<li class=\"message {}\"><p><b>{}</b> <span class=\"muted\">{} · {}</span></p>{text}</li>", escape(kind), escape(&author), escape(&kind.replace('_', " ")), time(&m["created_at"]))
+        })
+        .collect();
+    let base = format!("/app/inbox/{}", urlencoding(id));
+    let controls = if session.can_write() { controls(req, api, session, &base, &conversation, refused).await? } else { String::new() };
+    let facts = kit::facts(&[
+        ("Customer", escape(&who(&conversation["customer"]))),
+        ("Channel", kit::text(&conversation["channel"]["address"])),
+        ("Status", kit::status(&conversation)),
+        ("Assignee", kit::text(&conversation["assignee"]["name"])),
+        ("Last message", time(&conversation["last_message_at"])),
+    ]);
+    let alert = refused.map_or_else(String::new, |(_, a)| kit::note(false, &a.message()));
+    let title = conversation["subject"].as_str().filter(|s| !s.is_empty()).unwrap_or("Conversation").to_string();
+    let body = format!(
+        "<p><a href=\"/app/inbox\">← Inbox</a></p><h1>{}</h1>{alert}<section class=\"card\">{facts}</section>{}{controls}",
+        escape(&title),
+        kit::card("thread", "Messages", &format!("<ol class=\"thread\">{thread}</ol>"))
+    );
+    Ok(page(refused.map_or(StatusCode::OK, |(_, a)| kit::status_of(a)), &title, Some(session), &body))
+}
+
+/// Reply, note, and status and assignee, each a form posting to this page's routes.
+async fn controls(req: &Request, api: &Api, session: &Session, base: &str, conversation: &Value, refused: Option<(&Fields, &Answer)>) -> poem::Result<String> {
+    let kept = |field: &str| escape(refused.and_then(|(f, _)| f.get(field)).map_or("", String::as_str));
+    let error = |field: &str| refused.and_then(|(_, a)| a.field_error(field)).map_or_else(String::new, |e| format!("<span class=\"error\">{}</span>", escape(&e)));
+    let channel = conversation["channel"]["id"].as_str().unwrap_or_default();
+    let teammates = api.get(req, &format!("/inbox/channels/{}/teammates?limit=100", urlencoding(channel))).await?;
+    let assignee = conversation["assignee"]["id"].as_str().unwrap_or_default();
+    let people: String = std::iter::once(format!("<option value=\"\"{}>Nobody</option>", if assignee.is_empty() { " selected" } else { "" }))
+        .chain(kit::rows(&teammates).iter().map(|t| {
+            let id = t["user_id"].as_str().unwrap_or_default();
+            format!("<option value=\"{}\"{}>{}</option>", escape(id), if id == assignee { " selected" } else { "" }, kit::text(&t["name"]))
+        }))
+        .collect();
+    let status = conversation["status"].as_str().unwrap_or_default();
+    let statuses: String = STATUSES.iter().map(|s| format!("<option{}>{s}</option>", if *s == status { " selected" } else { "" })).collect();
+    let csrf = escape(&session.csrf);
+    Ok(format!(
+        "{}{}{}",
+        kit::card("reply", "Reply", &format!(
+            "<form class=\"stack\" method=\"post\" action=\"{base}/reply\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <label for=\"reply-text\">Your reply (sent to the customer)</label><textarea id=\"reply-text\" name=\"text\" rows=\"6\" required>{}</textarea>{}\
+             <button type=\"submit\">Send reply</button></form>",
+            kept("text"),
+            error("text")
+        )),
+        kit::card("note", "Note", &format!(
+            "<form class=\"stack\" method=\"post\" action=\"{base}/note\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <label for=\"note-text\">A note for teammates (never sent)</label><textarea id=\"note-text\" name=\"note\" rows=\"3\" required></textarea>\
+             <button type=\"submit\">Add note</button></form>"
+        )),
+        kit::card("triage", "Status and assignee", &format!(
+            "<form class=\"stack\" method=\"post\" action=\"{base}/update\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\"><input type=\"hidden\" name=\"version\" value=\"{}\">\
+             <label for=\"c-status\">Status</label><select id=\"c-status\" name=\"status\">{statuses}</select>\
+             <label for=\"c-assignee\">Assignee</label><select id=\"c-assignee\" name=\"assignee_id\">{people}</select>\
+             <button type=\"submit\">Save</button></form>",
+            kit::text(&conversation["version"])
+        ))
+    ))
+}
+
+/// `POST /app/inbox/{id}/reply`: `POST /inbox/conversations/{id}/replies`.
+#[handler]
+pub async fn reply(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let body = json!({ "text": form.get("text").cloned().unwrap_or_default() });
+    let answer = kit::write(req, &api, Method::POST, &format!("/inbox/conversations/{}/replies", urlencoding(&id)), Some(&body), &form).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+/// `POST /app/inbox/{id}/note`: `POST /inbox/conversations/{id}/notes`.
+#[handler]
+pub async fn note(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let body = json!({ "text": form.get("note").cloned().unwrap_or_default() });
+    let answer = kit::write(req, &api, Method::POST, &format!("/inbox/conversations/{}/notes", urlencoding(&id)), Some(&body), &form).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+/// `POST /app/inbox/{id}/update`: `PATCH /inbox/conversations/{id}` with `If-Match` the version read.
+#[handler]
+pub async fn update(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let assignee = kit::given(&form, "assignee_id").map_or(Value::Null, |a| json!(a));
+    let body = json!({ "status": kit::given(&form, "status").unwrap_or("open"), "assignee_id": assignee });
+    let version = form.get("version").cloned().unwrap_or_default();
+    let headers: Vec<(&str, &str)> = if version.is_empty() { Vec::new() } else { vec![("if-match", version.as_str())] };
+    let payload = ("application/json".to_string(), serde_json::to_vec(&body).unwrap_or_default());
+    let csrf = form.get("csrf").map_or("", String::as_str);
+    let answer = api.send(req, Method::PATCH, &format!("/inbox/conversations/{}", urlencoding(&id)), Some(payload), Some(csrf), &headers).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+async fn done(req: &Request, api: &Api, session: &Session, id: &str, form: &Fields, answer: Answer) -> poem::Result<Response> {
+    if answer.ok() {
+        return Ok(kit::see_other(&format!("/app/inbox/{}", urlencoding(id))));
+    }
+    conversation_page(req, api, session, id, Some((form, &answer))).await
+}
