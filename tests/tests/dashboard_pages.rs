@@ -238,3 +238,19 @@ async fn every_area_opens_for_a_viewer_with_no_write_control_and_the_logs_say_da
     let stranger = person(&app, other, "admin", "Stranger").await;
     assert_eq!(get(&app, &stranger, &format!("/app/logs/{id}")).await.0, 404);
 }
+
+#[tokio::test]
+async fn a_removed_members_session_opens_no_page_and_writes_nothing() {
+    let app = TestApp::spawn().await;
+    let gone = person(&app, app.team_id, "admin", "Gone").await;
+    assert_eq!(get(&app, &gone, "/app/contacts").await.0, 200);
+    sqlx::query("DELETE FROM memberships WHERE person_id = $1").bind(gone.id).execute(&app.pool).await.unwrap();
+    for path in ["/app", "/app/contacts", "/app/api-keys", "/app/logs"] {
+        let answer = browser().get(app.url(path)).header("cookie", format!("herald_session={}", gone.cookie)).send().await.unwrap();
+        assert_eq!((answer.status().as_u16(), answer.headers().get("location").map(|l| l.to_str().unwrap().to_string())), (303, Some("/app/login".to_string())), "{path}");
+    }
+    let keys = app.count("api_keys").await;
+    let (status, _, location) = post(&app, &gone, "/app/api-keys", &gone.csrf, &[("name", "After leaving")]).await;
+    assert_eq!((status, location.as_deref()), (303, Some("/app/login")));
+    assert_eq!(app.count("api_keys").await, keys, "nothing written");
+}

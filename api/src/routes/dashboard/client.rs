@@ -109,6 +109,10 @@ impl Api {
             return Ok(None);
         }
         let b = &answer.body;
+        // A person removed from their team has a session but no team: no page is theirs.
+        if !b["team"].is_object() {
+            return Ok(None);
+        }
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         Ok(Some(Session {
             person_name: text(&b["user"]["name"]),
