@@ -97,18 +97,37 @@ impl Claimed {
         Ok(())
     }
 
-    /// Gives the key back after a failure that wrote nothing, so a retry can run.
+    /// Gives the key back after a failure that wrote nothing, so a retry can run. When
+    /// PostgreSQL is what failed, the release is retried in the background for a minute, so a
+    /// client retrying through an outage is accepted seconds after PostgreSQL is back instead of
+    /// after the two minutes that mark a claim abandoned. A minute stays inside those two, so a
+    /// late release never removes a later request's claim (none can take this one over sooner).
     pub async fn release(self, pool: &PgPool) {
-        let released = async {
-            let mut conn = pool.acquire().await?;
-            idempotency::release(&mut conn, self.team_id, &self.key).await
+        if self.try_release(pool).await.is_ok() {
+            return;
         }
-        .await;
-        if let Err(error) = released {
-            tracing::warn!(%error, "releasing an idempotency key failed; it frees itself after two minutes");
-        }
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let until = std::time::Instant::now() + std::time::Duration::from_secs(RELEASE_RETRY_SECONDS);
+            while std::time::Instant::now() < until {
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                if self.try_release(&pool).await.is_ok() {
+                    return;
+                }
+            }
+            tracing::warn!("releasing an idempotency key failed; it frees itself after two minutes");
+        });
+    }
+
+    async fn try_release(&self, pool: &PgPool) -> sqlx::Result<()> {
+        let mut conn = pool.acquire().await?;
+        idempotency::release(&mut conn, self.team_id, &self.key).await
     }
 }
+
+/// How long a failed release is retried: well inside [`idempotency::ABANDONED_SECONDS`].
+const RELEASE_RETRY_SECONDS: u64 = 60;
+const _: () = assert!(RELEASE_RETRY_SECONDS * 2 <= idempotency::ABANDONED_SECONDS as u64);
 
 #[cfg(test)]
 mod tests {
