@@ -30,7 +30,30 @@ pub async fn tick(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<()> {
     }
     tx.commit().await?;
     enrol_time_entries(pool, now).await?;
-    wake_snoozes(pool).await
+    wake_snoozes(pool).await?;
+    refresh_email_metrics(pool, now).await?;
+    Ok(())
+}
+
+/// How long one tick spends catching the email metrics' watermark up (a first refresh after an
+/// upgrade takes many ticks; each step is its own transaction, so none is lost).
+pub const METRICS_BUDGET: Duration = Duration::from_secs(10);
+
+/// Moves the kept email metrics on to nearly now, step by step within [`METRICS_BUDGET`]: see
+/// `schema::store::email_metrics`. Answers how many steps it took.
+pub async fn refresh_email_metrics(pool: &PgPool, now: DateTime<Utc>) -> anyhow::Result<u32> {
+    let started = std::time::Instant::now();
+    let mut steps = 0;
+    while started.elapsed() < METRICS_BUDGET {
+        let mut tx = pool.begin().await?;
+        let moved = schema::store::email_metrics::refresh(&mut tx, now).await?;
+        tx.commit().await?;
+        if !moved {
+            break;
+        }
+        steps += 1;
+    }
+    Ok(steps)
 }
 
 /// `svc:segment.entered` for contacts that entered a time-based segment as time passed (each

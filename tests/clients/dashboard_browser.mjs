@@ -12,48 +12,15 @@
 //   HERALD_SCREENSHOTS  a directory for the screenshots
 //   HERALD_CHROMIUM     the browser (default /usr/bin/chromium)
 
-import { chromium } from 'playwright-core';
-import { readFileSync, mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { accessible, check, expect, need, run } from './dashboard_kit.mjs';
 
-const need = (name) => {
-  const value = process.env[name];
-  if (!value) { console.error(`dashboard_browser.mjs: set ${name}`); process.exit(2); }
-  return value;
-};
 const BASE = need('HERALD_BASE_URL').replace(/\/$/, '');
 const EMAIL = need('HERALD_EMAIL');
 const PASSWORD = need('HERALD_PASSWORD');
 const EMAIL_ID = need('HERALD_EMAIL_ID');
 const SHOTS = need('HERALD_SCREENSHOTS');
-mkdirSync(SHOTS, { recursive: true });
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
-const failures = [];
-const check = async (name, fn) => {
-  try {
-    await fn();
-    console.log(`ok ${name}`);
-  } catch (error) {
-    console.log(`FAIL ${name}: ${error.message}`);
-    failures.push(name);
-  }
-};
-const expect = (condition, message) => { if (!condition) throw new Error(message); };
-
-// axe-core in the page (evaluated over DevTools, which the page's content policy does not
-// govern): no serious or critical violation.
-async function accessible(page, name) {
-  await check(`axe-core finds no serious or critical violation on ${name}`, async () => {
-    await page.evaluate(AXE);
-    const result = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
-    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect(bad.length === 0, bad.map((v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join('; ')}`).join(' | '));
-  });
-}
-
-const browser = await chromium.launch({ executablePath: process.env.HERALD_CHROMIUM || '/usr/bin/chromium', args: ['--no-sandbox'] });
-try {
+await run(SHOTS, async (browser) => {
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const refused = [];
@@ -164,8 +131,4 @@ try {
     expect(others.length === 0, others.join(' | '));
     expect(refused.length > 0, "the email's remote image was not refused");
   });
-} finally {
-  await browser.close();
-}
-console.log(`\n${failures.length} failed`);
-process.exit(failures.length ? 1 : 0);
+});

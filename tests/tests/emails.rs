@@ -344,6 +344,11 @@ async fn the_list_filters_by_status_key_dates_search_and_tags_and_retrieve_shows
     assert_eq!(ids(&mail.app.get("/emails?status=scheduled").await), [second.as_str()]);
     assert_eq!(ids(&mail.app.get("/emails?search=receipt%2042").await), [first.as_str()]);
     assert_eq!(ids(&mail.app.get("/emails?search=ann@inbox").await), [second.as_str()]);
+    assert_eq!(ids(&mail.app.get("/emails?search=ANN@inbox.test").await), [second.as_str()], "a whole address, in any case");
+    assert_eq!(ids(&mail.app.get("/emails?search=jo@inbox.test").await), [first.as_str()], "exactly that recipient");
+    let sender = format!("billing@{}", tests::mail::SENDING_DOMAIN.to_uppercase());
+    assert_eq!(ids(&mail.app.get(&format!("/emails?search={sender}")).await), [second.as_str(), first.as_str()], "the sender's address too");
+    assert_eq!(ids(&mail.app.get("/emails?search=nobody@inbox.test").await).len(), 0);
     assert_eq!(ids(&mail.app.get("/emails?tags=kind:receipt").await), [first.as_str()]);
     assert_eq!(ids(&mail.app.get("/emails?tags=kind").await), [first.as_str()]);
     assert_eq!(ids(&mail.app.get("/emails?start_date=2000-01-01&end_date=2000-01-02").await).len(), 0);

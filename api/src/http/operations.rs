@@ -210,6 +210,7 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("get-topic", Method::GET, "/topics/{topic_id}", Access::SendingAccess, "contacts:read"),
     scoped("update-topic", Method::PATCH, "/topics/{topic_id}", Access::FullAccess, "contacts:write"),
     scoped("delete-topic", Method::DELETE, "/topics/{topic_id}", Access::FullAccess, "contacts:write"),
+    scoped("list-contact-consents", Method::GET, "/contacts/{contact}/consents", Access::FullAccess, "contacts:read"),
     scoped("list-contact-topics", Method::GET, "/contacts/{contact}/topics", Access::SendingAccess, "contacts:read"),
     scoped("update-contact-topics", Method::PATCH, "/contacts/{contact}/topics", Access::FullAccess, "contacts:write"),
     scoped("create-segment", Method::POST, "/segments", Access::FullAccess, "contacts:write"),

@@ -119,6 +119,7 @@ apis!(
         audience::contacts::ContactsApi,
         audience::contact_properties::ContactPropertiesApi,
         audience::topics::TopicsApi,
+        audience::consent::ConsentApi,
         audience::segments::SegmentsApi,
         audience::contacts::ContactAliasesApi,
         audience::segments::SegmentAliasesApi,

@@ -218,6 +218,27 @@ pub async fn record_consent(conn: &mut PgConnection, consent: &Consent<'_>) -> s
     Ok(())
 }
 
+/// A consent record as read back (its address hash stays inside).
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ConsentRecord {
+    pub id: Uuid,
+    pub topic_id: Option<Uuid>,
+    pub choice: String,
+    pub source: String,
+    pub ip_address: Option<String>,
+    pub user_agent: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// A page of a contact's consent records, newest first.
+pub async fn consents(conn: &mut PgConnection, team_id: Uuid, contact_id: Uuid, page: &PageRequest) -> sqlx::Result<Page<ConsentRecord>> {
+    let mut query = QueryBuilder::new("SELECT id, topic_id, choice, source, ip_address, user_agent, created_at FROM consent_records WHERE team_id = ");
+    query.push_bind(team_id).push(" AND contact_id = ").push_bind(contact_id);
+    page.push_to(&mut query, "id");
+    let rows = query.build_query_as().fetch_all(conn).await?;
+    Ok(page.finish(rows))
+}
+
 /// Declares a property; `None` when the key is already declared.
 pub async fn insert_property(
     conn: &mut PgConnection,

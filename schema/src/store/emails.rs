@@ -426,7 +426,12 @@ pub async fn list(conn: &mut PgConnection, team_id: Uuid, filter: &ListFilter, p
     if let Some(end) = filter.end {
         query.push(" AND created_at <= ").push_bind(end);
     }
-    if let Some(search) = &filter.search {
+    if let Some(address) = filter.search.as_deref().and_then(search_address) {
+        // A whole address: the emails from it or to it (to, cc or bcc), both by index (the
+        // recipients' ids gathered once, so the emails' key serves them too).
+        query.push(" AND (from_email = ").push_bind(address.clone());
+        query.push(" OR id = ANY(ARRAY(SELECT email_id FROM email_recipients WHERE email = ").push_bind(address).push(")))");
+    } else if let Some(search) = &filter.search {
         let pattern = super::like_pattern(search);
         query.push(" AND (subject ILIKE ").push_bind(pattern.clone());
         query.push(" OR from_header ILIKE ").push_bind(pattern.clone());
@@ -442,6 +447,13 @@ pub async fn list(conn: &mut PgConnection, team_id: Uuid, filter: &ListFilter, p
     page.push_to(&mut query, "id");
     let rows = query.build_query_as().fetch_all(conn).await?;
     Ok(page.finish(rows))
+}
+
+/// The search text as an address to look up exactly (lower-case, as `from_email` and a
+/// recipient's `email` are kept), when it is a whole bare address.
+fn search_address(search: &str) -> Option<String> {
+    let mailbox = crate::email::Mailbox::parse(search).ok()?;
+    (mailbox.name().is_none() && !search.contains('<')).then(|| mailbox.key())
 }
 
 /// Moves a scheduled email to `at` (the caller holds its lock).
@@ -462,71 +474,6 @@ pub async fn cancel(conn: &mut PgConnection, id: Uuid) -> sqlx::Result<()> {
         .execute(conn)
         .await?;
     Ok(())
-}
-
-/// The event types `GET /emails/metrics` counts.
-pub const METRIC_EVENTS: &[&str] = &[
-    "email.sent",
-    "email.delivered",
-    "email.delivery_delayed",
-    "email.bounced",
-    "email.complained",
-    "email.failed",
-    "email.suppressed",
-    "email.canceled",
-    "email.opened",
-    "email.clicked",
-];
-
-/// Of the team's emails accepted from `start` to `end`: how many there are (`received`), and
-/// for each type of [`METRIC_EVENTS`] how many of them have at least one such event. One
-/// statement over index ranges (ids are time-ordered, and an email's events come after it).
-pub async fn metrics(
-    conn: &mut PgConnection,
-    team_id: Uuid,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-) -> sqlx::Result<Vec<(String, i64)>> {
-    sqlx::query_as(
-        "SELECT 'received' AS kind, count(*) FROM emails WHERE team_id = $1 AND id BETWEEN $2 AND $3
-         UNION ALL
-         SELECT type, count(DISTINCT email_id) FROM events
-         WHERE team_id = $1 AND type = ANY($4) AND id >= $2 AND email_id BETWEEN $2 AND $3
-         GROUP BY type",
-    )
-    .bind(team_id)
-    .bind(crate::ids::first_at(start))
-    .bind(crate::ids::last_at(end))
-    .bind(METRIC_EVENTS)
-    .fetch_all(conn)
-    .await
-}
-
-/// As [`metrics`], broken down by the period (`hour`, `day`, `week` or `month`, in UTC) each
-/// email was accepted in: `(period start, kind, count)`, periods with no email left out.
-pub async fn metrics_by_period(
-    conn: &mut PgConnection,
-    team_id: Uuid,
-    start: DateTime<Utc>,
-    end: DateTime<Utc>,
-    unit: &str,
-) -> sqlx::Result<Vec<(DateTime<Utc>, String, i64)>> {
-    sqlx::query_as(
-        "SELECT date_trunc($5, created_at, 'UTC') AS period, 'received' AS kind, count(*) FROM emails
-         WHERE team_id = $1 AND id BETWEEN $2 AND $3 GROUP BY 1
-         UNION ALL
-         SELECT date_trunc($5, m.created_at, 'UTC'), ev.type, count(DISTINCT ev.email_id)
-         FROM events ev JOIN emails m ON m.id = ev.email_id AND m.team_id = $1
-         WHERE ev.team_id = $1 AND ev.type = ANY($4) AND ev.id >= $2 AND ev.email_id BETWEEN $2 AND $3
-         GROUP BY 1, 2",
-    )
-    .bind(team_id)
-    .bind(crate::ids::first_at(start))
-    .bind(crate::ids::last_at(end))
-    .bind(METRIC_EVENTS)
-    .bind(unit)
-    .fetch_all(conn)
-    .await
 }
 
 /// An attachment's description (without its bytes).

@@ -14,6 +14,7 @@ pub mod contacts;
 pub mod conversations;
 pub mod custom_events;
 pub mod domains;
+pub mod email_metrics;
 pub mod emails;
 pub mod exports;
 pub mod engagements;

@@ -1,11 +1,19 @@
-//! Consent: where a choice was made, the consent record each change writes, and topic choices
-//! sent with a contact (checked, applied, recorded).
+//! Consent: where a choice was made, the consent record each change writes, topic choices sent
+//! with a contact (checked, applied, recorded), and a contact's consent history read back.
 
 use crate::http::fields::{Choice, Choices};
 use schema::store::topics;
 use crate::http::error::{ApiError, ApiResult};
-use crate::http::fields::IdText;
+use crate::http::fields::{IdText, Nullable};
+use crate::http::paging::page_request;
+use crate::routes::Tag;
+use crate::routes::audience::refs::contact_key;
+use crate::state::{AppState, Caller};
+use chrono::{DateTime, Utc};
+use poem::web::Data;
 use poem_openapi::Object;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
 use schema::store::contacts::{self, Consent, Contact};
 use serde::Deserialize;
 use uuid::Uuid;
@@ -96,4 +104,87 @@ pub async fn apply_choices(conn: &mut sqlx::PgConnection, contact: &Contact, cho
 crate::choices! {
     /// `opt_in` or `opt_out`.
     Subscription = &["opt_in", "opt_out"];
+    /// What a consent record says: the contact `subscribed` or `unsubscribed` (all mail), or
+    /// opted in to or out of one topic (`opt_in`, `opt_out`).
+    ConsentChoice = &["subscribed", "unsubscribed", "opt_in", "opt_out"];
+}
+
+pub struct ConsentApi;
+
+#[poem_openapi::OpenApi(tag = "Tag::Contacts")]
+impl ConsentApi {
+    /// A contact's consent history, newest first: every change of `unsubscribed` and every
+    /// topic choice, with where it was made. Records outlive the contact (kept three years under
+    /// a hash of the address) but are read here only while the contact exists.
+    #[oai(path = "/contacts/:contact/consents", method = "get", operation_id = "list-contact-consents")]
+    async fn list(
+        &self,
+        state: Data<&AppState>,
+        caller: Data<&Caller>,
+        /// The contact's id or email address.
+        contact: Path<String>,
+        /// Items per page, 1 to 100 (default 20).
+        #[oai(validator(minimum(value = "1"), maximum(value = "100")))]
+        limit: Query<Option<i64>>,
+        /// Return the items after this one, in the list's order.
+        after: Query<Option<IdText>>,
+        /// Return the items before this one, in the list's order.
+        before: Query<Option<IdText>>,
+    ) -> ApiResult<Json<ConsentList>> {
+        let page = page_request(limit.0, after.0, before.0)?;
+        let mut conn = state.pool.acquire().await?;
+        let contact = contacts::find(&mut conn, caller.team_id, &contact_key(&contact.0)?, false).await?.ok_or_else(|| ApiError::not_found("Contact"))?;
+        let records = contacts::consents(&mut conn, caller.team_id, contact.id, &page).await?;
+        let data = records
+            .data
+            .into_iter()
+            .map(|r| ConsentView {
+                object: "consent_record".into(),
+                id: r.id.to_string(),
+                contact_id: contact.id.to_string(),
+                topic_id: Nullable::from(r.topic_id.map(|t| t.to_string())),
+                choice: Choice::from(r.choice),
+                source: r.source,
+                ip_address: Nullable::from(r.ip_address),
+                user_agent: Nullable::from(r.user_agent),
+                created_at: r.created_at,
+            })
+            .collect();
+        Ok(Json(ConsentList { object: "list".into(), has_more: records.has_more, data }))
+    }
+}
+
+/// A page of consent records.
+#[derive(Object)]
+pub struct ConsentList {
+    /// Always `list`.
+    pub object: String,
+    /// Whether more records follow this page.
+    pub has_more: bool,
+    /// The records, newest first.
+    pub data: Vec<ConsentView>,
+}
+
+/// One change of consent.
+#[derive(Object)]
+pub struct ConsentView {
+    /// Always `consent_record`.
+    pub object: String,
+    /// The record's id.
+    pub id: String,
+    /// The contact's id.
+    pub contact_id: String,
+    /// The topic chosen, or `null` for a change of `unsubscribed` (all mail).
+    pub topic_id: Nullable<String>,
+    /// What was chosen.
+    pub choice: Choice<ConsentChoice>,
+    /// Where: `api` (the dashboard's changes too), `import`, `preference_page`, `one_click`,
+    /// or `migration:<platform>`.
+    pub source: String,
+    /// The client's address when the person chose on a hosted page, else `null`.
+    pub ip_address: Nullable<String>,
+    /// The client's user agent when the person chose on a hosted page, else `null`.
+    pub user_agent: Nullable<String>,
+    /// When.
+    pub created_at: DateTime<Utc>,
 }

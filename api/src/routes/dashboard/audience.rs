@@ -69,7 +69,7 @@ pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) ->
     Ok(kit::see_other(&format!("/app/contacts/{}", kit::id(&answer.body["id"]))))
 }
 
-/// `GET /app/contacts/{id}`: the contact, its properties, topics and segments.
+/// `GET /app/contacts/{id}`: the contact, its properties, topics, segments and consent history.
 #[handler]
 pub async fn contact(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
@@ -85,6 +85,24 @@ pub async fn contact(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> 
     let properties = if properties.is_empty() { "<p class=\"muted\">No property set.</p>".to_string() } else { format!("<dl>{properties}</dl>") };
     let topic_table = kit::table(&["Topic", "Subscription"], &kit::rows(&their_topics), |t| vec![kit::text(&t["name"]), kit::word(&t["subscription"])], "No topic in this team.");
     let segment_table = kit::table(&["Segment", "Since"], &kit::rows(&their_segments), |s| vec![kit::link(&format!("/app/segments/{}", kit::id(&s["id"])), s["name"].as_str().unwrap_or_default()), time(&s["created_at"])], "In no segment.");
+    let consents = api.get(req, &format!("{path}/consents?limit=50")).await?;
+    let topic_name = |id: &serde_json::Value| {
+        kit::rows(&their_topics).iter().find(|t| t["id"] == *id).map_or_else(|| "a deleted topic".to_string(), |t| kit::text(&t["name"]))
+    };
+    let consent_table = if consents.ok() {
+        kit::table(
+            &["When", "Choice", "Of", "Where", "Client"],
+            &kit::rows(&consents),
+            |c| {
+                let of = if c["topic_id"].is_null() { "All mail".to_string() } else { topic_name(&c["topic_id"]) };
+                let client = [&c["ip_address"], &c["user_agent"]].iter().filter_map(|v| v.as_str()).map(escape).collect::<Vec<_>>().join(" · ");
+                vec![time(&c["created_at"]), kit::word(&c["choice"]), of, kit::text(&c["source"]), if client.is_empty() { "—".into() } else { client }]
+            },
+            "No consent change recorded yet.",
+        )
+    } else {
+        kit::note(false, &consents.message())
+    };
     let remove = if session.can_write() { kit::button(&format!("/app/contacts/{}/delete", urlencoding(&id)), &session.csrf, "Delete contact") } else { String::new() };
     let name = name_of(&contact);
     let facts = kit::facts(&[
@@ -94,11 +112,12 @@ pub async fn contact(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> 
     ]);
     let title = contact["email"].as_str().unwrap_or("Contact").to_string();
     let body = format!(
-        "<p><a href=\"/app/contacts\">← Contacts</a></p><h1>{}</h1><section class=\"card\">{facts}{remove}</section>{}{}{}",
+        "<p><a href=\"/app/contacts\">← Contacts</a></p><h1>{}</h1><section class=\"card\">{facts}{remove}</section>{}{}{}{}",
         escape(&title),
         kit::card("properties", "Properties", &properties),
         kit::card("topics", "Topics", &topic_table),
-        kit::card("segments", "Segments", &segment_table)
+        kit::card("segments", "Segments", &segment_table),
+        kit::card("consent", "Consent history", &consent_table)
     );
     Ok(page(StatusCode::OK, &title, Some(&session), &body))
 }

@@ -33,9 +33,11 @@ impl Answer {
         self.body["message"].as_str().unwrap_or("Something went wrong; try again.").to_string()
     }
 
-    /// The message of the error about `field` (`errors[].path`), when the API named it.
+    /// The message of the error about `field` (`errors[].path` naming it or a part of it, as
+    /// `to[0]`), when the API named it.
     pub fn field_error(&self, field: &str) -> Option<String> {
-        self.body["errors"].as_array()?.iter().find(|e| e["path"] == field).and_then(|e| e["message"].as_str()).map(str::to_string)
+        let names = |path: &str| path == field || path.strip_prefix(field).is_some_and(|rest| rest.starts_with(['[', '.']));
+        self.body["errors"].as_array()?.iter().find(|e| e["path"].as_str().is_some_and(names)).and_then(|e| e["message"].as_str()).map(str::to_string)
     }
 }
 
@@ -87,6 +89,7 @@ impl Api {
 /// live session.
 pub struct Session {
     pub person_name: String,
+    pub person_email: String,
     pub team_name: String,
     pub role: String,
     pub csrf: String,
@@ -116,6 +119,7 @@ impl Api {
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         Ok(Some(Session {
             person_name: text(&b["user"]["name"]),
+            person_email: text(&b["user"]["email"]),
             team_name: text(&b["team"]["name"]),
             role: text(&b["team"]["role"]),
             csrf: text(&b["csrf_token"]),

@@ -62,7 +62,7 @@ pub async fn logout(req: &Request, api: Data<&Api>, Form(sign_out): Form<SignOut
 }
 
 /// A `303` to `location` carrying the API's `Set-Cookie` headers.
-fn with_cookies(answer: &Answer, location: &str) -> Response {
+pub(super) fn with_cookies(answer: &Answer, location: &str) -> Response {
     let mut response = Response::builder().status(StatusCode::SEE_OTHER).header(header::LOCATION, location).header(header::CACHE_CONTROL, "no-store").finish();
     for cookie in &answer.set_cookie {
         response.headers_mut().append(header::SET_COOKIE, cookie.clone());
@@ -72,7 +72,7 @@ fn with_cookies(answer: &Answer, location: &str) -> Response {
 
 /// A post from a page of this deployment: its `Origin` (or, without one, its `Referer`) is the
 /// public URL's or this host's; a post naming neither is allowed (older clients).
-fn same_origin(req: &Request, public_url: &str) -> bool {
+pub(super) fn same_origin(req: &Request, public_url: &str) -> bool {
     let public = public_url.trim_end_matches('/');
     let host = req.header(header::HOST).map(|h| h.to_ascii_lowercase());
     let from = req.header(header::ORIGIN).or_else(|| req.header(header::REFERER));
@@ -85,25 +85,59 @@ fn sign_in_page(status: StatusCode, email: &str, error: Option<String>) -> Respo
     sign_in_page_with(status, email, error, None)
 }
 
-/// The form, with the API's message on top and, when it named a field, beside that field.
+/// The sign-in form, with the API's message on top and, when it named a field, beside that field.
 fn sign_in_page_with(status: StatusCode, email: &str, error: Option<String>, beside: Option<(&str, String)>) -> Response {
-    let error = error.map_or_else(String::new, |e| format!("<p class=\"error\" role=\"alert\" id=\"sign-in-error\">{}</p>", escape(&e)));
-    let note = |field: &str| match &beside {
-        Some((named, message)) if *named == field => format!("<span class=\"error\" id=\"{field}-error\">{}</span>", escape(message)),
-        _ => String::new(),
-    };
+    let fields = [
+        Field { name: "email", label: "Email", kind: "email", autocomplete: "username", max: 320, value: email, required: true },
+        Field { name: "password", label: "Password", kind: "password", autocomplete: "current-password", max: 200, value: "", required: true },
+        Field { name: "mfa_code", label: "Authenticator code (when two-factor sign-in is on)", kind: "text", autocomplete: "one-time-code", max: 10, value: "", required: false },
+    ];
+    let links = "<p><a href=\"/app/signup\">Create an account</a> · <a href=\"/app/reset\">Forgot your password?</a></p>";
+    auth_page(status, "Sign in", "Sign in to Herald", "/app/login", &fields, error, beside, links)
+}
+
+/// A field of a form shown before sign-in.
+pub(super) struct Field<'a> {
+    pub name: &'a str,
+    pub label: &'a str,
+    pub kind: &'a str,
+    pub autocomplete: &'a str,
+    pub max: usize,
+    pub value: &'a str,
+    pub required: bool,
+}
+
+/// A page with one form for a person not signed in (sign-in, sign-up, a reset): the API's
+/// message on top and, when it named a field, beside that field.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn auth_page(status: StatusCode, title: &str, heading: &str, action: &str, fields: &[Field], error: Option<String>, beside: Option<(&str, String)>, links: &str) -> Response {
+    let error = error.map_or_else(String::new, |e| format!("<p class=\"error\" role=\"alert\" id=\"form-error\">{}</p>", escape(&e)));
+    let inputs: String = fields
+        .iter()
+        .map(|f| {
+            let (invalid, note) = match &beside {
+                Some((named, message)) if *named == f.name => {
+                    (format!(" aria-invalid=\"true\" aria-describedby=\"{}-error\"", f.name), format!("<span class=\"error\" id=\"{}-error\">{}</span>", f.name, escape(message)))
+                }
+                _ => (String::new(), String::new()),
+            };
+            let numeric = if f.name == "mfa_code" { " inputmode=\"numeric\"" } else { "" };
+            format!(
+                "<label for=\"{name}\">{label}</label><input id=\"{name}\" name=\"{name}\" type=\"{kind}\" autocomplete=\"{auto}\" maxlength=\"{max}\" value=\"{value}\"{required}{numeric}{invalid}>{note}",
+                name = f.name,
+                label = escape(f.label),
+                kind = f.kind,
+                auto = f.autocomplete,
+                max = f.max,
+                value = escape(f.value),
+                required = if f.required { " required" } else { "" },
+            )
+        })
+        .collect();
     let body = format!(
-        "<div class=\"login card\"><h1>Sign in to Herald</h1>{error}\
-         <form method=\"post\" action=\"/app/login\">\
-         <label for=\"email\">Email</label><input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required maxlength=\"320\" value=\"{}\">{}\
-         <label for=\"password\">Password</label><input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required maxlength=\"200\">{}\
-         <label for=\"mfa_code\">Authenticator code <span class=\"muted\">(when two-factor sign-in is on)</span></label>\
-         <input id=\"mfa_code\" name=\"mfa_code\" inputmode=\"numeric\" autocomplete=\"one-time-code\" maxlength=\"10\">{}\
-         <p><button type=\"submit\">Sign in</button></p></form></div>",
-        escape(email),
-        note("email"),
-        note("password"),
-        note("mfa_code")
+        "<div class=\"login card\"><h1>{}</h1>{error}<form method=\"post\" action=\"{action}\">{inputs}<p><button type=\"submit\">{}</button></p></form>{links}</div>",
+        escape(heading),
+        escape(title)
     );
-    page(status, "Sign in", None, &body)
+    page(status, title, None, &body)
 }

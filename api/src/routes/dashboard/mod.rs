@@ -13,6 +13,7 @@ macro_rules! signed_in {
     };
 }
 
+mod account;
 mod audience;
 mod automations;
 mod broadcasts;
@@ -49,7 +50,10 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
     Route::new()
         .at("/", get(overview::page_handler))
         .at("/login", get(login::form).post(login::submit.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/signup", get(account::sign_up_form).post(account::sign_up.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/reset", get(account::reset_form).post(account::reset.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/logout", post(login::logout.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/test-email", post(overview::test_email.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains", get(domains::list))
         .at("/domains/:id", get(domains::detail))
         .at("/domains/:id/verify", post(domains::verify.with(SizeLimit::new(MAX_FORM_BYTES))))
@@ -99,6 +103,7 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/inbox/:id/update", post(inbox::update.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team", get(team::page_handler))
         .at("/team/invitations", post(team::invite.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/team/grants/:id/revoke", post(team::revoke_grant.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/assets/app.css", get(layout::stylesheet))
         .at("/assets/app.js", get(layout::script))
         .at("/assets/htmx.min.js", get(layout::htmx))

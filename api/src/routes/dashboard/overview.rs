@@ -1,10 +1,20 @@
-//! `GET /app`: the last 30 days in counts, and what to do next.
+//! `GET /app`: the last 30 days in counts, the plan's meters, what to do next, and a first
+//! email sent from the page (`POST /emails` as the session).
 
-use super::client::Api;
+use super::client::{Answer, Api, Session};
+use super::kit::{self, Field, Fields, Input};
 use super::layout::{page, to_sign_in};
-use poem::http::StatusCode;
-use poem::web::Data;
+use poem::http::{Method, StatusCode};
+use poem::web::{Data, Form};
 use poem::{Request, Response, handler};
+use serde_json::{Value, json};
+
+/// The test email's form.
+const TEST_FIELDS: &[Field] = &[
+    Field::text("from", "From", 320),
+    Field { name: "to", label: "To", input: Input::Email, required: true, max: Some(320) },
+    Field::text("subject", "Subject", 998),
+];
 
 /// The counts shown, by the metric's name and its label.
 const TILES: [(&str, &str); 6] = [("received", "Sent to Herald"), ("delivered", "Delivered"), ("bounced", "Bounced"), ("complained", "Complained"), ("opened", "Opened"), ("clicked", "Clicked")];
@@ -12,31 +22,101 @@ const TILES: [(&str, &str); 6] = [("received", "Sent to Herald"), ("delivered", 
 #[handler]
 pub async fn page_handler(req: &Request, api: Data<&Api>) -> poem::Result<Response> {
     let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
+    overview(req, &api, &session, None, None).await
+}
+
+async fn overview(req: &Request, api: &Api, session: &Session, values: Option<&Fields>, refused: Option<&Answer>) -> poem::Result<Response> {
     let metrics = api.get(req, "/emails/metrics?dimensions=period&granularity=daily").await?;
     let domains = api.get(req, "/domains?limit=100").await?;
     let webhooks = api.get(req, "/webhooks?limit=1").await?;
+    let billing = api.get(req, "/billing").await?;
     let tiles: String = TILES
         .iter()
         .map(|(key, label)| format!("<li><b>{}</b>{label}</li>", metrics.body["totals"][key].as_i64().unwrap_or(0)))
         .collect();
-    let verified = domains.body["data"].as_array().is_some_and(|all| all.iter().any(|d| d["status"] == "verified"));
+    let all_domains = domains.body["data"].as_array().cloned().unwrap_or_default();
+    let sender = all_domains.iter().find(|d| d["status"] == "verified").and_then(|d| d["name"].as_str());
+    let own = all_domains.iter().any(|d| d["status"] == "verified" && d["name"] != schema::store::domains::DEV_SENDER_DOMAIN);
     let mut next = Vec::new();
-    if !verified {
-        next.push("<li>Verify a sending domain of your own: add it with <code>POST /domains</code>, publish its records, then verify.</li>");
+    if !own {
+        next.push("<li>Verify a sending domain of your own: add it under <a href=\"/app/domains\">Domains</a> (or <code>POST /domains</code>), publish its records, then verify.</li>");
     }
     if webhooks.body["data"].as_array().is_some_and(Vec::is_empty) {
-        next.push("<li>Add a webhook to hear of deliveries, bounces and complaints as they happen.</li>");
+        next.push("<li>Add a <a href=\"/app/webhooks\">webhook</a> to hear of deliveries, bounces and complaints as they happen.</li>");
     }
     if metrics.body["totals"]["received"].as_i64().unwrap_or(0) == 0 {
-        next.push("<li>Send a first email: <code>POST /emails</code> with an API key. It shows up under <a href=\"/app/emails\">Emails</a>.</li>");
+        next.push("<li>Send a first email, below or with <code>POST /emails</code> and an <a href=\"/app/api-keys\">API key</a>. It shows up under <a href=\"/app/emails\">Emails</a>.</li>");
     }
     let next = if next.is_empty() { "<p>Everything is set up.</p>".to_string() } else { format!("<ul>{}</ul>", next.concat()) };
     let chart = chart(metrics.body["data"].as_array().map(Vec::as_slice).unwrap_or_default());
+    let meters = if billing.ok() { meters(&billing.body) } else { String::new() };
+    let test = match (session.can_write(), sender) {
+        (true, Some(domain)) => {
+            let mut shown = Fields::from([
+                ("from".to_string(), format!("Herald <hello@{domain}>")),
+                ("to".to_string(), session.person_email.clone()),
+                ("subject".to_string(), "Hello from Herald".to_string()),
+            ]);
+            if let Some(values) = values {
+                shown.extend(values.iter().filter(|(k, _)| k.as_str() != "csrf").map(|(k, v)| (k.clone(), v.clone())));
+            }
+            let alert = refused.map_or_else(String::new, |a| kit::note(false, &a.message()));
+            kit::card("test-email", "Send a test email", &format!("{alert}{}", kit::form("/app/test-email", &session.csrf, TEST_FIELDS, &shown, refused, "Send")))
+        }
+        _ => String::new(),
+    };
     let body = format!(
-        "<h1>Overview</h1><section aria-labelledby=\"last30\"><h2 id=\"last30\">The last 30 days</h2><ul class=\"tiles\">{tiles}</ul>{chart}</section>\
-         <section aria-labelledby=\"next\" class=\"card\"><h2 id=\"next\">What to do next</h2>{next}</section>"
+        "<h1>Overview</h1><section aria-labelledby=\"last30\"><h2 id=\"last30\">The last 30 days</h2><ul class=\"tiles\">{tiles}</ul>{chart}</section>{meters}\
+         <section aria-labelledby=\"next\" class=\"card\"><h2 id=\"next\">What to do next</h2>{next}</section>{test}"
     );
-    Ok(page(StatusCode::OK, "Overview", Some(&session), &body))
+    Ok(page(refused.map_or(StatusCode::OK, kit::status_of), "Overview", Some(session), &body))
+}
+
+/// `POST /app/test-email`: `POST /emails` with the form; then the email's own page, where its
+/// timeline fills in as it is delivered.
+#[handler]
+pub async fn test_email(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
+    let field = |name: &str| form.get(name).cloned().unwrap_or_default();
+    let subject = field("subject");
+    let body = json!({
+        "from": field("from"),
+        "to": field("to"),
+        "subject": subject,
+        "text": "This is a test email sent from Herald's dashboard.",
+        "html": "<p>This is a test email sent from Herald's dashboard.</p>",
+    });
+    let answer = kit::write(req, &api, Method::POST, "/emails", Some(&body), &form).await?;
+    if !answer.ok() {
+        return overview(req, &api, &session, Some(&form), Some(&answer)).await;
+    }
+    Ok(kit::see_other(&format!("/app/emails/{}", kit::id(&answer.body["id"]))))
+}
+
+/// The plan's meters this period: emails, today's emails and billable contacts against what the
+/// plan allows (a limit of `null` shows the count alone).
+fn meters(billing: &Value) -> String {
+    let usage = &billing["usage"];
+    let meter = |label: &str, used: &Value, of: &Value| {
+        let used = used.as_i64().unwrap_or(0);
+        match of.as_i64().filter(|limit| *limit > 0) {
+            Some(limit) => format!(
+                "<li><label>{label}: <b>{used}</b> of {limit}<meter min=\"0\" max=\"{limit}\" low=\"{}\" high=\"{}\" optimum=\"0\" value=\"{}\"></meter></label></li>",
+                limit * 7 / 10,
+                limit * 9 / 10,
+                used.min(limit)
+            ),
+            None => format!("<li>{label}: <b>{used}</b> (no limit)</li>"),
+        }
+    };
+    let monthly = if usage["monthly_limit"].is_null() { &usage["included_emails"] } else { &usage["monthly_limit"] };
+    format!(
+        "<section aria-labelledby=\"plan\" class=\"card\"><h2 id=\"plan\">Plan: {}</h2><ul class=\"meters\">{}{}{}</ul></section>",
+        kit::text(&billing["plan"]["name"]),
+        meter("Emails this period", &usage["emails"], monthly),
+        meter("Emails today", &usage["emails_today"], &usage["daily_limit"]),
+        meter("Billable contacts", &usage["billable_contacts"], &usage["contacts_included"])
+    )
 }
 
 /// The last 30 days per day (UTC), as bars of emails sent to Herald with their deliveries, and

@@ -1,11 +1,12 @@
-//! The team: its members and their roles, pending invitations, and inviting someone (an
-//! admin's), through `/team/members` and `/team/invitations` as the session.
+//! The team: its members and their roles, pending invitations, inviting someone (an admin's),
+//! and the grants given to OAuth clients with revoking one, through `/team/members`,
+//! `/team/invitations` and `/oauth/grants` as the session.
 
 use super::client::{Answer, Api, Session};
 use super::kit::{self, Field, Fields, Input};
 use super::layout::{page, time};
 use poem::http::{Method, StatusCode};
-use poem::web::{Data, Form};
+use poem::web::{Data, Form, Path};
 use poem::{Request, Response, handler};
 use serde_json::json;
 
@@ -31,9 +32,37 @@ async fn team_page(req: &Request, api: &Api, session: &Session, values: &Fields,
     } else {
         kit::note(false, &invitations.message())
     };
+    let grants = api.get(req, "/oauth/grants?limit=100").await?;
+    let grants = if grants.ok() {
+        let mut headers = vec!["Application", "Allowed by", "Scopes", "Since"];
+        if admin {
+            headers.push("Actions");
+        }
+        kit::table(
+            &headers,
+            &kit::rows(&grants),
+            |g| {
+                let scopes = g["scopes"].as_array().map(|s| s.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>().join(" ")).unwrap_or_default();
+                let mut cells = vec![kit::text(&g["client_name"]), kit::text(&g["user_email"]), format!("<code>{}</code>", kit::text(&json!(scopes))), time(&g["created_at"])];
+                if admin {
+                    cells.push(kit::button(&format!("/app/team/grants/{}/revoke", kit::id(&g["id"])), &session.csrf, "Revoke"));
+                }
+                cells
+            },
+            "No application has been given access. Applications that sign in with OAuth appear here.",
+        )
+    } else {
+        kit::note(false, &grants.message())
+    };
     let form = if admin { kit::card("invite", "Invite someone", &kit::form("/app/team/invitations", &session.csrf, FIELDS, values, refused, "Send invitation")) } else { String::new() };
     let alert = refused.map_or_else(String::new, |a| kit::note(false, &a.message()));
-    let body = format!("<h1>{}</h1>{alert}{}{form}{}", kit::text(&serde_json::Value::String(session.team_name.clone())), kit::card("members", "Members", &members), kit::card("invitations", "Invitations", &invitations));
+    let body = format!(
+        "<h1>{}</h1>{alert}{}{form}{}{}",
+        kit::text(&serde_json::Value::String(session.team_name.clone())),
+        kit::card("members", "Members", &members),
+        kit::card("invitations", "Invitations", &invitations),
+        kit::card("grants", "Applications", &grants)
+    );
     Ok(page(refused.map_or(StatusCode::OK, kit::status_of), "Team", Some(session), &body))
 }
 
@@ -45,6 +74,18 @@ pub async fn invite(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) ->
     let answer = kit::write(req, &api, Method::POST, "/team/invitations", Some(&body), &form).await?;
     if !answer.ok() {
         return team_page(req, &api, &session, &form, Some(&answer)).await;
+    }
+    Ok(kit::see_other("/app/team"))
+}
+
+/// `POST /app/team/grants/{id}/revoke`: `DELETE /oauth/grants/{id}`; the application's tokens
+/// stop working on their next request.
+#[handler]
+pub async fn revoke_grant(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let answer = kit::write(req, &api, Method::DELETE, &format!("/oauth/grants/{}", super::emails::urlencoding(&id)), None, &form).await?;
+    if !answer.ok() {
+        return team_page(req, &api, &session, &Fields::new(), Some(&answer)).await;
     }
     Ok(kit::see_other("/app/team"))
 }

@@ -15,6 +15,7 @@ use poem_openapi::payload::Json;
 use poem_openapi::Object;
 use schema::jobs::Deliver;
 use schema::store::emails::{self, Email};
+use schema::store::email_metrics;
 use schema::store::events::{self, NewEvent};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -48,12 +49,6 @@ impl EmailsApi {
         if end < start {
             return Err(ApiError::invalid_parameter("start_date", "must not be after `end_date`"));
         }
-        let mut conn = state.pool.acquire().await?;
-        let counts: HashMap<String, i64> = emails::metrics(&mut conn, caller.team_id, start, end).await?.into_iter().collect();
-        let count = |kind: &str| counts.get(kind).copied().unwrap_or(0);
-        let received = count("received");
-        let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
-        let totals: BTreeMap<String, i64> = METRIC_NAMES.iter().map(|name| (name.to_string(), if *name == "received" { received } else { count(&format!("email.{name}")) })).collect();
         let granularity = granularity.0.map_or_else(|| "daily".to_string(), Choice::into_string);
         let unit = match granularity.as_str() {
             "hourly" => "hour",
@@ -62,11 +57,22 @@ impl EmailsApi {
             "monthly" => "month",
             other => return Err(ApiError::invalid_parameter("granularity", format!("must be hourly, daily, weekly or monthly, not {other:?}"))),
         };
-        let data = match dimensions.0.map(Choice::into_string).as_deref() {
-            Some("period") => Some(periods(emails::metrics_by_period(&mut conn, caller.team_id, start, end, unit).await?)),
+        let by_period = match dimensions.0.map(Choice::into_string).as_deref() {
+            Some("period") => true,
             Some(other) => return Err(ApiError::invalid_parameter("dimensions", format!("only `period` is computed, not {other:?}"))),
-            None => None,
+            None => false,
         };
+        let mut conn = state.pool.acquire().await?;
+        let rows = email_metrics::by_period(&mut conn, caller.team_id, start, end, unit).await?;
+        let mut counts: HashMap<String, i64> = HashMap::new();
+        for (_, kind, count) in &rows {
+            *counts.entry(kind.clone()).or_default() += count;
+        }
+        let count = |kind: &str| counts.get(kind).copied().unwrap_or(0);
+        let received = count("received");
+        let rate = |n: i64| if received == 0 { 0.0 } else { n as f64 / received as f64 };
+        let totals: BTreeMap<String, i64> = METRIC_NAMES.iter().map(|name| (name.to_string(), if *name == "received" { received } else { count(&format!("email.{name}")) })).collect();
+        let data = by_period.then(|| periods(rows));
         Ok(Json(EmailMetrics {
             object: "metrics".into(),
             metrics: METRIC_NAMES.iter().map(|name| name.to_string()).collect(),

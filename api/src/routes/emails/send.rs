@@ -169,7 +169,8 @@ impl SendApi {
         start_date: Query<Option<InstantOrDate>>,
         /// ISO 8601 instant or calendar date, inclusive.
         end_date: Query<Option<InstantOrDate>>,
-        /// 1 to 200 characters, case-insensitive, against the subject, sender and recipients.
+        /// 1 to 200 characters, case-insensitive, found within the subject, sender and
+        /// recipients; a whole address (`ana@example.com`) finds the emails from it or to it.
         search: Query<Option<Search<200>>>,
         /// Comma-separated `name` or `name:value`; every one must match.
         #[oai(validator(pattern = r"^ *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *(, *([A-Za-z0-9_-]{1,252}(:[A-Za-z0-9_-]{1,256})?)? *)*$"))]
