@@ -1,16 +1,20 @@
 // A newcomer's first minutes in the dashboard, in Debian's Chromium: the sign-up form, the
-// overview, a test email sent from it through the development sender, and that email's
-// timeline until it says delivered; axe-core on each page. Screenshots go to HERALD_SCREENSHOTS.
+// overview, a test email sent from it through the development sender, that email's timeline
+// until it says delivered, and a domain of their own added and verified (the harness publishes
+// its records in the test DNS server once it exists); axe-core on each page. Screenshots go to
+// HERALD_SCREENSHOTS.
 //
 // Environment:
 //   HERALD_BASE_URL     a server in development mode, with its workers running
 //   HERALD_SCREENSHOTS  a directory for the screenshots
+//   HERALD_DOMAIN       the domain to add
 //   HERALD_CHROMIUM     the browser (default /usr/bin/chromium)
 
 import { accessible, check, expect, need, run } from './dashboard_kit.mjs';
 
 const BASE = need('HERALD_BASE_URL').replace(/\/$/, '');
 const SHOTS = need('HERALD_SCREENSHOTS');
+const DOMAIN = need('HERALD_DOMAIN');
 
 await run(SHOTS, async (browser) => {
   const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
@@ -41,6 +45,21 @@ await run(SHOTS, async (browser) => {
     await page.screenshot({ path: `${SHOTS}/first-email.png`, fullPage: true });
   });
   await accessible(page, 'the first email');
+  await check('a domain added from the dashboard verifies once its records are published', async () => {
+    await page.goto(`${BASE}/app/domains`);
+    await page.fill('#domains-name', DOMAIN);
+    await Promise.all([page.waitForURL(/\/app\/domains\/[0-9a-f-]+$/), page.click('form[action="/app/domains"] button[type=submit]')]);
+    expect(await page.locator('button[data-copy]').count() >= 2, 'no records to copy');
+    const status = async () => page.textContent('dl dd');
+    for (let tries = 0; tries < 40 && (await status()) !== 'verified'; tries++) {
+      await page.waitForTimeout(500);
+      await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST' && r.url().endsWith('/verify')), page.click('form[action$="/verify"] button[type=submit]')]);
+      await page.waitForLoadState('load');
+    }
+    expect((await status()) === 'verified', `status ${await status()}`);
+    await page.screenshot({ path: `${SHOTS}/domain-verified.png`, fullPage: true });
+  });
+  await accessible(page, 'a verified domain');
   await check('the reset form', async () => {
     const answer = await page.goto(`${BASE}/app/reset`);
     expect(answer.status() === 200, `status ${answer.status()}`);

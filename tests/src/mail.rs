@@ -74,16 +74,21 @@ pub async fn verified_domain_as(app: &TestApp, key: &str, name: &str, extra: Val
     let created = Answer::from(app.request_as(key, reqwest::Method::POST, "/domains").json(&body).send().await.unwrap()).await;
     assert_eq!(created.status, 201, "{}", created.body);
     let domain = created.body;
+    publish_records(app, &domain);
+    let path = format!("/domains/{}/verify", domain["id"].as_str().unwrap());
+    let verified = Answer::from(app.request_as(key, reqwest::Method::POST, &path).json(&json!({})).send().await.unwrap()).await;
+    assert_eq!(verified.body["status"], "verified", "{}", verified.body);
+    verified.body
+}
+
+/// Publishes a domain's DKIM and mail-from records (as the API answered them) in the app's DNS.
+pub fn publish_records(app: &TestApp, domain: &Value) {
     let record = |kind: &str| domain["records"].as_array().unwrap().iter().find(|r| r["kind"] == kind).unwrap().clone();
     let dkim = record("dkim");
     let (first, second) = dkim["value"].as_str().unwrap().split_at(255);
     app.dns.zone.set_txt(dkim["fqdn"].as_str().unwrap(), &[&[first, second]]);
     let mail_from = record("mail_from");
     app.dns.zone.set_cname(mail_from["fqdn"].as_str().unwrap(), mail_from["value"].as_str().unwrap());
-    let path = format!("/domains/{}/verify", domain["id"].as_str().unwrap());
-    let verified = Answer::from(app.request_as(key, reqwest::Method::POST, &path).json(&json!({})).send().await.unwrap()).await;
-    assert_eq!(verified.body["status"], "verified", "{}", verified.body);
-    verified.body
 }
 
 /// Points `domain`'s MX at 127.0.0.1 (the sink listens on the configured MX port).

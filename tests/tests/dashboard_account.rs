@@ -162,15 +162,35 @@ async fn on_a_development_server_a_newcomer_signs_up_and_sends_a_first_email_fro
 }
 
 #[tokio::test]
-async fn in_chromium_a_newcomer_signs_up_sends_a_test_email_and_watches_it_delivered_with_no_serious_axe_violation() {
+async fn in_chromium_a_newcomer_signs_up_sends_a_test_email_watches_it_delivered_and_verifies_a_domain_with_no_serious_axe_violation() {
     assert!(tests::clients::script("node_modules/playwright-core").exists(), "tests/clients/node_modules is missing: run scripts/test (npm ci)");
     let mut app = TestApp::spawn_with(|config| config.env = "development".into()).await;
     app.start_workers();
     let shots = tests::clients::root().join("target/screenshots/dashboard");
     let mut command = std::process::Command::new("node");
-    command.arg(tests::clients::script("dashboard_newcomer.mjs")).env("HERALD_BASE_URL", &app.base).env("HERALD_SCREENSHOTS", &shots);
-    let said = tests::clients::run_ok(command).await;
+    command
+        .arg(tests::clients::script("dashboard_newcomer.mjs"))
+        .env("HERALD_BASE_URL", &app.base)
+        .env("HERALD_SCREENSHOTS", &shots)
+        .env("HERALD_DOMAIN", "nia-shop.test");
+    // The newcomer's DNS provider: once the browser has added the domain, its records appear in
+    // the test DNS server (read through the API as the newcomer, signed in apart).
+    let dns = async {
+        let exists = |sql: &'static str| {
+            let pool = app.pool.clone();
+            async move { sqlx::query_scalar::<_, i32>(sql).fetch_optional(&pool).await.unwrap() }
+        };
+        tests::eventually(|| exists("SELECT 1 FROM domains WHERE name = 'nia-shop.test'")).await;
+        let login = app.client.post(app.url("/auth/login")).json(&serde_json::json!({ "email": "nia@example.com", "password": "correct horse battery" })).send().await.unwrap();
+        let cookie = session_of(&login).expect("the newcomer signs in apart");
+        let listed: serde_json::Value = app.client.get(app.url("/domains")).header("cookie", format!("herald_session={cookie}")).send().await.unwrap().json().await.unwrap();
+        let domain = listed["data"].as_array().unwrap().iter().find(|d| d["name"] == "nia-shop.test").unwrap().clone();
+        let full: serde_json::Value = app.client.get(app.url(&format!("/domains/{}", domain["id"].as_str().unwrap()))).header("cookie", format!("herald_session={cookie}")).send().await.unwrap().json().await.unwrap();
+        tests::mail::publish_records(&app, &full);
+    };
+    let (said, ()) = tokio::join!(tests::clients::run_ok(command), dns);
     assert!(said.contains("ok a test email from the overview, then its timeline until it says delivered"), "{said}");
     assert!(said.contains("ok axe-core finds no serious or critical violation on the sign-up form"), "{said}");
-    assert!(shots.join("first-email.png").exists(), "the screenshot is kept");
+    assert!(said.contains("ok a domain added from the dashboard verifies once its records are published"), "{said}");
+    assert!(shots.join("first-email.png").exists() && shots.join("domain-verified.png").exists(), "the screenshots are kept");
 }

@@ -1,5 +1,5 @@
-//! Domains: the team's domains, and one domain's DNS records (each value with a copy button)
-//! with a "verify now" that answers each record's status. Verifying is `POST
+//! Domains: the team's domains with a form to add one, and one domain's DNS records (each value
+//! with a copy button) with a "verify now" that answers each record's status. Verifying is `POST
 //! /domains/{id}/verify` made as the session; a viewer sees no button, and the API refuses a
 //! viewer's post anyway.
 
@@ -77,10 +77,17 @@ pub struct VerifyForm {
     csrf: String,
 }
 
+/// The new-domain form.
+const NEW_FIELDS: &[super::kit::Field] = &[super::kit::Field::text("name", "Domain name", 253)];
+
 /// `GET /app/domains`.
 #[handler]
 pub async fn list(req: &Request, api: Data<&Api>) -> poem::Result<Response> {
     let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
+    listing(req, &api, &session, &super::kit::Fields::new(), None).await
+}
+
+async fn listing(req: &Request, api: &Api, session: &super::client::Session, values: &super::kit::Fields, refused: Option<&super::client::Answer>) -> poem::Result<Response> {
     let answer = api.get(req, "/domains?limit=100").await?;
     let rows: String = answer.body["data"]
         .as_array()
@@ -98,11 +105,29 @@ pub async fn list(req: &Request, api: Data<&Api>) -> poem::Result<Response> {
         })
         .collect();
     let table = if rows.is_empty() {
-        "<p>No domain yet. Add one with <code>POST /domains</code>, publish the records it answers, then verify it here.</p>".to_string()
+        "<p>No domain yet. Add one here, publish the records it shows, then verify it.</p>".to_string()
     } else {
         format!("<div class=\"scroll\"><table><thead><tr><th scope=\"col\">Domain</th><th scope=\"col\">Status</th><th scope=\"col\">Region</th><th scope=\"col\">Added</th></tr></thead><tbody>{rows}</tbody></table></div>")
     };
-    Ok(page(StatusCode::OK, "Domains", Some(&session), &format!("<h1>Domains</h1>{table}")))
+    let form = if session.can_write() {
+        let alert = refused.map_or_else(String::new, |a| super::kit::note(false, &a.message()));
+        super::kit::card("new-domain", "Add a domain", &format!("{alert}{}", super::kit::form("/app/domains", &session.csrf, NEW_FIELDS, values, refused, "Add domain")))
+    } else {
+        String::new()
+    };
+    Ok(page(refused.map_or(StatusCode::OK, super::kit::status_of), "Domains", Some(session), &format!("<h1>Domains</h1>{form}{table}")))
+}
+
+/// `POST /app/domains`: `POST /domains`; then the new domain's records to publish.
+#[handler]
+pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
+    let body = serde_json::json!({ "name": form.get("name").cloned().unwrap_or_default() });
+    let answer = super::kit::write(req, &api, Method::POST, "/domains", Some(&body), &form).await?;
+    if !answer.ok() {
+        return listing(req, &api, &session, &form, Some(&answer)).await;
+    }
+    Ok(super::kit::see_other(&format!("/app/domains/{}", super::kit::id(&answer.body["id"]))))
 }
 
 /// `GET /app/domains/{id}`.

@@ -54,7 +54,7 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/reset", get(account::reset_form).post(account::reset.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/logout", post(login::logout.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/test-email", post(overview::test_email.with(SizeLimit::new(MAX_FORM_BYTES))))
-        .at("/domains", get(domains::list))
+        .at("/domains", get(domains::list).post(domains::create.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains/:id", get(domains::detail))
         .at("/domains/:id/verify", post(domains::verify.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains/:id/settings", post(domains::settings.with(SizeLimit::new(MAX_FORM_BYTES))))
