@@ -251,3 +251,34 @@ async fn a_scheduled_email_is_rescheduled_then_cancelled_from_its_page() {
     assert_eq!(cancelled.status(), 303);
     assert_eq!(app.get(&format!("/emails/{id}")).await.body["last_event"], "canceled");
 }
+
+#[tokio::test]
+async fn a_domain_added_from_the_dashboard_opens_its_records_and_a_refused_name_stands_beside_the_field_with_nothing_written() {
+    let app = TestApp::spawn().await;
+    let member = person(&app, app.team_id, "member", "Mo").await;
+    let viewer = person(&app, app.team_id, "viewer", "Vi").await;
+    let listed = get(&app, Some(&member.cookie), "/app/domains").await.text().await.unwrap();
+    assert!(listed.contains("action=\"/app/domains\"") && listed.contains("maxlength=\"253\""), "{listed}");
+    assert!(!get(&app, Some(&viewer.cookie), "/app/domains").await.text().await.unwrap().contains("action=\"/app/domains\""), "a viewer sees no form");
+    let add = |who: &tests::inbox::Person, csrf: &str, name: &str| {
+        let request = browser().post(app.url("/app/domains")).header("cookie", format!("herald_session={}", who.cookie)).form(&[("csrf", csrf.to_string()), ("name", name.to_string())]);
+        async move { request.send().await.unwrap() }
+    };
+    let domains = app.count("domains").await;
+    for name in ["not a domain", "shop.localhost"] {
+        let refused = add(&member, &member.csrf, name).await;
+        assert!(refused.status().is_client_error(), "{name}: {}", refused.status());
+        let page = refused.text().await.unwrap();
+        assert!(page.contains("id=\"domains-name-error\"") && page.contains("aria-invalid=\"true\""), "{name}: the error beside the field: {page}");
+    }
+    assert_eq!(add(&member, "stale", "shop.test").await.status(), 403);
+    assert_eq!(add(&viewer, &viewer.csrf, "shop.test").await.status(), 403);
+    assert_eq!(app.count("domains").await, domains, "no refused form adds a domain");
+
+    let added = add(&member, &member.csrf, "shop.test").await;
+    assert_eq!(added.status(), 303);
+    let location = added.headers()["location"].to_str().unwrap().to_string();
+    let page = get(&app, Some(&member.cookie), &location).await.text().await.unwrap();
+    assert!(page.contains("<h1>shop.test</h1>") && page.contains("data-copy=\"p=MIIB") && page.contains("Verify now"), "{page}");
+    assert_eq!(app.count("domains").await, domains + 1);
+}
