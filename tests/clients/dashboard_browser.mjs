@@ -1,7 +1,7 @@
 // Drives the dashboard in Debian's Chromium with Playwright (playwright-core, no bundled
 // browser) and checks every page with axe-core: sign in through the form, the overview, the
-// emails list and one email's timeline, a domain's records; keyboard focus, 375 px width and
-// dark mode. One line
+// emails list and one email's timeline, a domain's records, a CSV import, the segment builder's
+// live count, a new API key; keyboard focus, 375 px width and dark mode. One line
 // per check (`ok ...` or `FAIL ...`); exit 1 when any failed. Screenshots go to
 // HERALD_SCREENSHOTS. The email should hold a remote image: its preview must refuse it.
 //
@@ -96,6 +96,19 @@ await run(SHOTS, async (browser) => {
     await page.screenshot({ path: `${SHOTS}/import-done.png`, fullPage: true });
   });
   await accessible(page, "an import's progress");
+  await check('the segment builder counts the contacts as the conditions are typed', async () => {
+    await page.goto(`${BASE}/app/segments`);
+    await page.fill('#field0', 'email');
+    await page.selectOption('#op0', 'contains');
+    await page.fill('#value0', 'reader1');
+    await page.waitForFunction(() => /^111 /.test(document.querySelector('#segment-count')?.textContent || ''), null, { timeout: 10000 }).catch(() => {});
+    const said = await page.textContent('#segment-count');
+    expect(said === '111 contacts match now.', said);
+    await page.fill('#segment-name', 'Readers one');
+    await Promise.all([page.waitForURL(/\/app\/segments\/[0-9a-f-]+$/), page.click('form[action="/app/segments"] button[type=submit]')]);
+    expect((await page.textContent('h1')) === 'Readers one', await page.textContent('h1'));
+  });
+  await accessible(page, 'a new segment');
   await check('a new API key: its token is shown once, with a copy button', async () => {
     await page.goto(`${BASE}/app/api-keys`);
     await page.fill('#api-keys-name', 'From the browser');

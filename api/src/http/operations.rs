@@ -215,6 +215,7 @@ pub static OPERATIONS: &[Operation] = &[
     scoped("update-contact-topics", Method::PATCH, "/contacts/{contact}/topics", Access::FullAccess, "contacts:write"),
     scoped("create-segment", Method::POST, "/segments", Access::FullAccess, "contacts:write"),
     scoped("list-segments", Method::GET, "/segments", Access::SendingAccess, "contacts:read"),
+    scoped("count-segment", Method::POST, "/segments/count", Access::SendingAccess, "contacts:read"),
     scoped("get-segment", Method::GET, "/segments/{segment_id}", Access::SendingAccess, "contacts:read"),
     scoped("update-segment", Method::PATCH, "/segments/{segment_id}", Access::FullAccess, "contacts:write"),
     scoped("delete-segment", Method::DELETE, "/segments/{segment_id}", Access::FullAccess, "contacts:write"),

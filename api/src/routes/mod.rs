@@ -128,6 +128,7 @@ apis!(
     ],
     [
         team::brand_assets::BrandAssetsApi,
+        audience::segment_count::SegmentCountApi,
         templates::templates::TemplatesApi,
         templates::saved_blocks::SavedBlocksApi,
         broadcasts::manage::BroadcastsApi,

@@ -222,6 +222,14 @@ pub async fn members(conn: &mut PgConnection, team_id: Uuid, membership: &Member
     Ok(page.finish(rows))
 }
 
+/// How many of the team's contacts a checked filter matches now.
+pub async fn count_matching(conn: &mut PgConnection, team_id: Uuid, filter: &Node) -> sqlx::Result<i64> {
+    let mut query = QueryBuilder::new("SELECT count(*) FROM contacts c WHERE c.team_id = ");
+    query.push_bind(team_id).push(" AND ");
+    filter.push_sql(&mut query);
+    query.build_query_scalar().fetch_one(conn).await
+}
+
 /// How many contacts a segment has now.
 pub async fn count_members(conn: &mut PgConnection, team_id: Uuid, membership: &Membership) -> sqlx::Result<i64> {
     let mut query = QueryBuilder::new("SELECT count(*) FROM contacts c WHERE c.team_id = ");

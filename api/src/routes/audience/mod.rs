@@ -6,5 +6,6 @@ pub mod contact_imports;
 pub mod contact_properties;
 pub mod contacts;
 pub mod refs;
+pub mod segment_count;
 pub mod segments;
 pub mod topics;

@@ -105,11 +105,8 @@ impl SegmentsApi {
         let name = check_name(&body.name)?;
         let filter = body.filter.filter(|f| !f.is_null());
         let mut conn = state.pool.acquire().await?;
-        if let Some(filter) = &filter
-            && let Err(problems) = segments::check_filter(&mut conn, caller.team_id, filter).await?
-        {
-            let message = format!("The filter has {} problem{}.", problems.len(), if problems.len() == 1 { "" } else { "s" });
-            return Err(problems.into_iter().fold(ApiError::refused(message), |error, (path, why)| error.with_error(path, why)));
+        if let Some(filter) = &filter {
+            segments::check_filter(&mut conn, caller.team_id, filter).await?.map_err(filter_refused)?;
         }
         let created = segments::insert(&mut conn, caller.team_id, name, filter.as_ref()).await?.ok_or_else(name_taken)?;
         Ok(CreateResponse::Created(Json(SegmentRef { object: "segment".into(), id: created.id.to_string(), name: created.name.clone() })))
@@ -231,6 +228,12 @@ async fn pair(conn: &mut sqlx::PgConnection, team_id: Uuid, contact: &str, segme
     let segment_id = path_id(segment, "Segment")?;
     segments::get(conn, team_id, segment_id).await?.ok_or_else(|| ApiError::not_found("Segment"))?;
     Ok((contact.id, segment_id))
+}
+
+/// The refusal of a filter with problems: `422 validation_error`, one `errors[]` entry each.
+pub(crate) fn filter_refused(problems: Vec<schema::filter::Problem>) -> ApiError {
+    let message = format!("The filter has {} problem{}.", problems.len(), if problems.len() == 1 { "" } else { "s" });
+    problems.into_iter().fold(ApiError::refused(message), |error, (path, why)| error.with_error(path, why))
 }
 
 fn check_name(name: &str) -> ApiResult<&str> {

@@ -1,0 +1,175 @@
+//! The segment condition builder: a name, "all" or "any", and up to five conditions over a
+//! contact's fields and declared properties, with the count of matching contacts updated as
+//! the conditions change (htmx posts the form to `/app/segments/count`, which asks
+//! `POST /segments/count`). Saving is `POST /segments`; a refused condition's error stands
+//! beside its row. Values are typed by the property's declared type.
+
+use super::client::{Answer, Api, Session};
+use super::kit::{self, Fields};
+use crate::routes::pages::html::escape;
+use poem::http::{Method, StatusCode, header};
+use poem::web::{Data, Form};
+use poem::{Request, Response, handler};
+use serde_json::{Map, Value, json};
+
+/// Conditions the builder shows.
+pub const ROWS: usize = 5;
+/// The operators a condition may use (the API says which suit which field).
+const OPS: [(&str, &str); 9] = [
+    ("eq", "is"),
+    ("neq", "is not"),
+    ("contains", "contains"),
+    ("in", "is one of (comma-separated)"),
+    ("exists", "has a value"),
+    ("gt", "is more than / after"),
+    ("gte", "is at least / from"),
+    ("lt", "is less than / before"),
+    ("lte", "is at most / until"),
+];
+/// The contact's own fields.
+const FIELDS: [&str; 5] = ["email", "first_name", "last_name", "unsubscribed", "created_at"];
+
+/// The team's declared properties: key and type.
+async fn properties(req: &Request, api: &Api) -> poem::Result<Vec<(String, String)>> {
+    let answer = api.get(req, "/contact-properties?limit=100").await?;
+    Ok(kit::rows(&answer).iter().map(|p| (p["key"].as_str().unwrap_or_default().to_string(), p["type"].as_str().unwrap_or("string").to_string())).collect())
+}
+
+/// The rows that name a field, in order: the filter's conditions, one each.
+fn used_rows(form: &Fields) -> Vec<usize> {
+    (0..ROWS).filter(|i| form.get(&format!("field{i}")).is_some_and(|f| !f.trim().is_empty())).collect()
+}
+
+/// The filter the form describes, `None` when no row names a field.
+fn filter(form: &Fields, properties: &[(String, String)]) -> Option<Value> {
+    let conditions: Vec<Value> = used_rows(form)
+        .into_iter()
+        .filter_map(|i| {
+            let field = form.get(&format!("field{i}")).map(|f| f.trim())?;
+            let op = kit::given(form, &format!("op{i}")).unwrap_or("eq");
+            let raw = form.get(&format!("value{i}")).map_or("", String::as_str);
+            let kind = match field {
+                "unsubscribed" => "boolean",
+                f => f.strip_prefix("properties.").and_then(|key| properties.iter().find(|(k, _)| k == key)).map_or("string", |(_, t)| t.as_str()),
+            };
+            let value = match op {
+                "exists" => json!(!matches!(raw.trim(), "false" | "no")),
+                "in" => Value::Array(raw.split(',').map(|v| typed(v.trim(), kind)).collect()),
+                _ => typed(raw, kind),
+            };
+            Some(json!({ "field": field, "op": op, "value": value }))
+        })
+        .collect();
+    if conditions.is_empty() {
+        return None;
+    }
+    let group = if kit::given(form, "match") == Some("any") { "any" } else { "all" };
+    let mut filter = Map::new();
+    filter.insert(group.into(), Value::Array(conditions));
+    Some(Value::Object(filter))
+}
+
+/// A value as its field's type takes it (left as text when it does not read as one, so the
+/// API names the problem).
+fn typed(raw: &str, kind: &str) -> Value {
+    match kind {
+        "number" => raw.trim().parse::<f64>().map_or_else(|_| json!(raw), |n| json!(n)),
+        "boolean" => match raw.trim() {
+            "true" | "yes" => json!(true),
+            "false" | "no" => json!(false),
+            _ => json!(raw),
+        },
+        _ => json!(raw),
+    }
+}
+
+/// The builder's card: the form, filled with `values`, and `refused`'s errors beside the
+/// rows they name. The name carries no `required`: htmx checks the form's validity before each
+/// count, and an empty name would stop the count while the conditions are being built (the
+/// API refuses a segment without one, beside the field).
+pub async fn builder(req: &Request, api: &Api, session: &Session, values: &Fields, refused: Option<&Answer>) -> poem::Result<String> {
+    let properties = properties(req, api).await?;
+    let options: String = FIELDS.iter().map(|f| f.to_string()).chain(properties.iter().map(|(k, _)| format!("properties.{k}"))).map(|f| format!("<option value=\"{}\"></option>", escape(&f))).collect();
+    let value = |name: &str| escape(values.get(name).map_or("", String::as_str));
+    let errors = refused.and_then(|a| a.body["errors"].as_array()).cloned().unwrap_or_default();
+    let used = used_rows(values);
+    let rows: String = (0..ROWS)
+        .map(|i| {
+            // The filter's condition j is the j-th row that names a field.
+            let j = used.iter().position(|row| *row == i).unwrap_or(usize::MAX);
+            let chosen = kit::given(values, &format!("op{i}")).unwrap_or("eq");
+            let ops: String = OPS.iter().map(|(op, label)| format!("<option value=\"{op}\"{}>{label}</option>", if *op == chosen { " selected" } else { "" })).collect();
+            let row_error: Vec<String> = errors
+                .iter()
+                .filter(|e| e["path"].as_str().is_some_and(|p| p.starts_with(&format!("filter.all[{j}]")) || p.starts_with(&format!("filter.any[{j}]"))))
+                .filter_map(|e| e["message"].as_str().map(escape))
+                .collect();
+            let (invalid, note) = if row_error.is_empty() {
+                (String::new(), String::new())
+            } else {
+                (format!(" aria-invalid=\"true\" aria-describedby=\"condition{i}-error\""), format!("<span class=\"error\" id=\"condition{i}-error\">{}</span>", row_error.join("; ")))
+            };
+            format!(
+                "<fieldset class=\"condition\"><legend>Condition {n}</legend>\
+                 <label for=\"field{i}\">Field</label><input id=\"field{i}\" name=\"field{i}\" list=\"segment-fields\" maxlength=\"300\" value=\"{}\"{invalid}>\
+                 <label for=\"op{i}\">Test</label><select id=\"op{i}\" name=\"op{i}\">{ops}</select>\
+                 <label for=\"value{i}\">Value</label><input id=\"value{i}\" name=\"value{i}\" maxlength=\"1000\" value=\"{}\">{note}</fieldset>",
+                value(&format!("field{i}")),
+                value(&format!("value{i}")),
+                n = i + 1
+            )
+        })
+        .collect();
+    let any = kit::given(values, "match") == Some("any");
+    let name_error = refused.and_then(|a| a.field_error("name")).map_or_else(String::new, |m| format!("<span class=\"error\" id=\"segment-name-error\">{}</span>", escape(&m)));
+    let alert = refused.map_or_else(String::new, |a| kit::note(false, &a.message()));
+    let form = format!(
+        "{alert}<form class=\"stack\" method=\"post\" action=\"/app/segments\" hx-post=\"/app/segments/count\" hx-trigger=\"input delay:400ms, change\" hx-target=\"#segment-count\" hx-swap=\"innerHTML\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+         <label for=\"segment-name\">Name</label><input id=\"segment-name\" name=\"name\" maxlength=\"200\" value=\"{}\"{}>{name_error}\
+         <label for=\"segment-match\">Contacts matching</label><select id=\"segment-match\" name=\"match\"><option value=\"all\">all of these</option><option value=\"any\"{}>any of these</option></select>\
+         <datalist id=\"segment-fields\">{options}</datalist>{rows}\
+         <p><output id=\"segment-count\" aria-live=\"polite\">Add a condition to count the contacts it matches.</output></p>\
+         <button type=\"submit\">Create segment</button></form>",
+        escape(&session.csrf),
+        value("name"),
+        if name_error.is_empty() { "" } else { " aria-invalid=\"true\" aria-describedby=\"segment-name-error\"" },
+        if any { " selected" } else { "" }
+    );
+    Ok(kit::card("new-segment", "New segment", &form))
+}
+
+/// `POST /app/segments/count` (htmx): how many contacts the form's conditions match now.
+#[handler]
+pub async fn count(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let Some(_session) = api.session(req).await? else { return Ok(Response::builder().status(StatusCode::UNAUTHORIZED).finish()) };
+    let properties = properties(req, &api).await?;
+    let said = match filter(&form, &properties) {
+        None => "Add a condition to count the contacts it matches.".to_string(),
+        Some(filter) => {
+            let answer = kit::write(req, &api, Method::POST, "/segments/count", Some(&json!({ "filter": filter })), &form).await?;
+            if answer.ok() {
+                let n = answer.body["contacts"].as_i64().unwrap_or(0);
+                format!("<b>{n}</b> contact{} match{} now.", if n == 1 { "" } else { "s" }, if n == 1 { "es" } else { "" })
+            } else {
+                let details: Vec<String> = answer.body["errors"].as_array().into_iter().flatten().filter_map(|e| e["message"].as_str().map(escape)).collect();
+                format!("<span class=\"error\">{}{}</span>", escape(&answer.message()), if details.is_empty() { String::new() } else { format!(" {}", details.join("; ")) })
+            }
+        }
+    };
+    Ok(Response::builder().header(header::CONTENT_TYPE, "text/html; charset=utf-8").header(header::CACHE_CONTROL, "no-store").body(said))
+}
+
+/// `POST /app/segments`: `POST /segments` with the built filter (none: explicit members only);
+/// then the new segment's page.
+#[handler]
+pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let properties = properties(req, &api).await?;
+    let body = json!({ "name": form.get("name").cloned().unwrap_or_default(), "filter": filter(&form, &properties) });
+    let answer = kit::write(req, &api, Method::POST, "/segments", Some(&body), &form).await?;
+    if !answer.ok() {
+        return super::audience::segments_page(req, &api, &session, &kit::Paging::default(), &form, Some(&answer)).await;
+    }
+    Ok(kit::see_other(&format!("/app/segments/{}", kit::id(&answer.body["id"]))))
+}
