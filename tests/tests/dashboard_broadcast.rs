@@ -1,0 +1,65 @@
+//! A broadcast composed, checked and sent from the dashboard (#28): the draft from the compose
+//! form, its checklist, Send, the progress fragment until the fan-out is over (then it stops
+//! asking), and each member's email accepted by the SMTP sink, personalised.
+
+use reqwest::redirect::Policy;
+use serde_json::json;
+use std::time::Duration;
+use tests::inbox::{Person, person};
+use tests::mail::{self, RECIPIENT_DOMAIN, SENDING_DOMAIN};
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder().user_agent("Mozilla/5.0 (dashboard test)").redirect(Policy::none()).build().unwrap()
+}
+
+async fn post(app: &tests::TestApp, who: &Person, path: &str, fields: &[(&str, &str)]) -> (u16, Option<String>, String) {
+    let mut form: Vec<(&str, &str)> = vec![("csrf", who.csrf.as_str())];
+    form.extend_from_slice(fields);
+    let answer = browser().post(app.url(path)).header("cookie", format!("herald_session={}", who.cookie)).form(&form).send().await.unwrap();
+    let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_string());
+    (answer.status().as_u16(), location, answer.text().await.unwrap())
+}
+
+async fn get(app: &tests::TestApp, who: &Person, path: &str) -> String {
+    browser().get(app.url(path)).header("cookie", format!("herald_session={}", who.cookie)).send().await.unwrap().text().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_and_its_progress_stops_asking_when_done() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let admin = person(app, app.team_id, "admin", "Ada").await;
+    let address = json!({ "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" });
+    assert_eq!(app.patch("/team", json!({ "postal_address": address })).await.status, 200);
+    let segment = app.post("/segments", json!({ "name": "Readers" })).await.body["id"].as_str().unwrap().to_string();
+    for i in 0..3 {
+        let made = app.post("/contacts", json!({ "email": format!("reader{i}@{RECIPIENT_DOMAIN}"), "first_name": format!("Reader{i}"), "segments": [{ "id": segment }] })).await;
+        assert_eq!(made.status, 201, "{}", made.body);
+    }
+
+    let from = format!("Acme <news@{SENDING_DOMAIN}>");
+    let html = "<p>Hi {{{FIRST_NAME|friend}}}, spring is here.</p><p><a href=\"https://acme.example/spring\">Read more</a></p>";
+    let (status, location, page) =
+        post(app, &admin, "/app/broadcasts", &[("name", "Spring news"), ("from", &from), ("subject", "Spring for {{{FIRST_NAME|friend}}}"), ("segment_id", &segment), ("template", ""), ("html", html)]).await;
+    assert_eq!(status, 303, "{page}");
+    let location = location.unwrap();
+    let id = location.strip_prefix("/app/broadcasts/").expect("the draft's page").to_string();
+    let draft = get(app, &admin, &location).await;
+    assert!(draft.contains("Spring news") && draft.contains(&format!("action=\"/app/broadcasts/{id}/send\"")), "the draft with its Send button: {draft}");
+
+    let (status, _, page) = post(app, &admin, &format!("/app/broadcasts/{id}/send"), &[("acknowledge_checks", "true")]).await;
+    assert_eq!(status, 303, "{page}");
+    let messages = mail.sink.wait_for(3, Duration::from_secs(60)).await;
+    let mut to: Vec<String> = messages.iter().flat_map(|m| m.rcpt_to.clone()).collect();
+    to.sort();
+    assert_eq!(to, (0..3).map(|i| format!("reader{i}@{RECIPIENT_DOMAIN}")).collect::<Vec<_>>());
+    assert!(messages.iter().any(|m| m.text().contains("Hi Reader1")), "each email personalised");
+
+    let done = tests::eventually(|| async {
+        let fragment = get(app, &admin, &format!("/app/broadcasts/{id}/progress")).await;
+        fragment.contains("<b>sent</b> · 100%").then_some(fragment)
+    })
+    .await;
+    assert!(!done.contains("hx-trigger"), "a finished fan-out stops asking: {done}");
+    assert!(done.contains("<li><b>3</b>recipients</li>"), "{done}");
+}
