@@ -55,7 +55,7 @@ async fn refresh(app: &TestApp) -> u32 {
 
 #[tokio::test]
 async fn metrics_read_from_the_kept_hours_match_the_emails_and_count_a_late_event_once() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     let (other_team, _) = api::cli::create_team(&app.pool, "Other").await.unwrap();
     let hour = (Utc::now() - TimeDelta::days(3)).duration_trunc(TimeDelta::hours(1)).unwrap();
     let first = email(&app.pool, app.team_id, hour + TimeDelta::minutes(10), &["sent", "delivered", "opened"]).await;
@@ -109,7 +109,7 @@ async fn metrics_read_from_the_kept_hours_match_the_emails_and_count_a_late_even
 
 #[tokio::test]
 async fn the_kept_counts_never_run_ahead_of_the_clock() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     email(&app.pool, app.team_id, Utc::now() - TimeDelta::hours(2), &["sent"]).await;
     jobs::schedule::refresh_email_metrics(&app.pool, Utc::now() + TimeDelta::hours(1)).await.unwrap();
     let through: Uuid = sqlx::query_scalar("SELECT through FROM email_metrics_watermark").fetch_one(&app.pool).await.unwrap();

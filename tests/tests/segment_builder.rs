@@ -18,7 +18,7 @@ async fn audience(app: &TestApp) {
 
 #[tokio::test]
 async fn a_filter_is_counted_before_it_is_saved_and_a_bad_one_is_refused_as_creating_it_would_be() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     audience(&app).await;
     let count = |filter: serde_json::Value| app.post("/segments/count", json!({ "filter": filter }));
     let pro = count(json!({ "all": [{ "field": "properties.plan", "op": "eq", "value": "pro" }] })).await;
@@ -40,7 +40,7 @@ async fn a_filter_is_counted_before_it_is_saved_and_a_bad_one_is_refused_as_crea
 
 #[tokio::test]
 async fn the_condition_builder_counts_as_the_conditions_change_shows_a_refusal_beside_its_row_and_saves_the_segment() {
-    let app = TestApp::spawn().await;
+    let app = TestApp::spawn_unthrottled().await;
     audience(&app).await;
     let admin = person(&app, app.team_id, "admin", "Ada").await;
     let browser = reqwest::Client::builder().user_agent("Mozilla/5.0 (dashboard test)").redirect(Policy::none()).build().unwrap();
