@@ -387,6 +387,8 @@ EXPECTED_ERRORS = {
     "authorize": (400, "authorize names a registered client and redirect URI, which a call without parameters does not"),
     "start-sso": (422, "single sign-on starts from an address whose domain a team's single sign-on covers; this call names none"),
     "finish-sso": (403, "the callback takes a provider's answer to a sign-in this browser started; this call brings none"),
+    "get-inbox-draft": (403, "a draft is the session's own; this session signed up a team of its own, whose Inbox has no channel yet "
+                        "(tests/tests/dashboard_inbox.rs reads one back)"),
 }
 
 

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod browser;
 pub mod clients;
 pub mod cloudflare;
+pub mod dashboard;
 pub mod dkim;
 pub mod dns;
 pub mod faults;

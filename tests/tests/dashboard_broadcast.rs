@@ -2,27 +2,11 @@
 //! form, its checklist, Send, the progress fragment until the fan-out is over (then it stops
 //! asking), and each member's email accepted by the SMTP sink, personalised.
 
-use reqwest::redirect::Policy;
 use serde_json::json;
 use std::time::Duration;
-use tests::inbox::{Person, person};
+use tests::dashboard::{get, post};
+use tests::inbox::person;
 use tests::mail::{self, RECIPIENT_DOMAIN, SENDING_DOMAIN};
-
-fn browser() -> reqwest::Client {
-    reqwest::Client::builder().user_agent("Mozilla/5.0 (dashboard test)").redirect(Policy::none()).build().unwrap()
-}
-
-async fn post(app: &tests::TestApp, who: &Person, path: &str, fields: &[(&str, &str)]) -> (u16, Option<String>, String) {
-    let mut form: Vec<(&str, &str)> = vec![("csrf", who.csrf.as_str())];
-    form.extend_from_slice(fields);
-    let answer = browser().post(app.url(path)).header("cookie", format!("herald_session={}", who.cookie)).form(&form).send().await.unwrap();
-    let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_string());
-    (answer.status().as_u16(), location, answer.text().await.unwrap())
-}
-
-async fn get(app: &tests::TestApp, who: &Person, path: &str) -> String {
-    browser().get(app.url(path)).header("cookie", format!("herald_session={}", who.cookie)).send().await.unwrap().text().await.unwrap()
-}
 
 #[tokio::test]
 async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_and_its_progress_stops_asking_when_done() {
@@ -44,7 +28,7 @@ async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_a
     assert_eq!(status, 303, "{page}");
     let location = location.unwrap();
     let id = location.strip_prefix("/app/broadcasts/").expect("the draft's page").to_string();
-    let draft = get(app, &admin, &location).await;
+    let draft = get(app, &admin, &location).await.1;
     assert!(draft.contains("Spring news") && draft.contains(&format!("action=\"/app/broadcasts/{id}/send\"")), "the draft with its Send button: {draft}");
 
     let (status, _, page) = post(app, &admin, &format!("/app/broadcasts/{id}/send"), &[("acknowledge_checks", "true")]).await;
@@ -56,7 +40,7 @@ async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_a
     assert!(messages.iter().any(|m| m.text().contains("Hi Reader1")), "each email personalised");
 
     let done = tests::eventually(|| async {
-        let fragment = get(app, &admin, &format!("/app/broadcasts/{id}/progress")).await;
+        let fragment = get(app, &admin, &format!("/app/broadcasts/{id}/progress")).await.1;
         fragment.contains("<b>sent</b> · 100%").then_some(fragment)
     })
     .await;

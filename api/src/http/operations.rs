@@ -344,6 +344,7 @@ pub static OPERATIONS: &[Operation] = &[
     inbox("create-inbox-folder", Method::POST, "/inbox/folders", "write"),
     inbox("update-inbox-folder", Method::PATCH, "/inbox/folders/{folder_id}", "write"),
     inbox("delete-inbox-folder", Method::DELETE, "/inbox/folders/{folder_id}", "write"),
+    inbox_own("get-inbox-draft", Method::GET, "/inbox/conversations/{conversation_id}/draft"),
     inbox_setup("save-inbox-draft", Method::PUT, "/inbox/conversations/{conversation_id}/draft"),
     inbox_setup("delete-inbox-draft", Method::DELETE, "/inbox/conversations/{conversation_id}/draft"),
     inbox("create-inbox-reply", Method::POST, "/inbox/conversations/{conversation_id}/replies", "write").body(CONTENT_BODY),
@@ -355,6 +356,11 @@ pub static OPERATIONS: &[Operation] = &[
 const fn inbox(id: &'static str, method: Method, path: &'static str, level: &'static str) -> Operation {
     let scope = if matches!(level.as_bytes(), b"read") { "inbox:read" } else { "inbox:write" };
     Operation { id, method, path, access: Access::Inbox, scope: Some(scope), inbox_access: Some(level), carries_send_content: false, ai: false, body_limit: SMALL_BODY }
+}
+
+/// The dashboard session only, reading the person's own Inbox state (their draft).
+const fn inbox_own(id: &'static str, method: Method, path: &'static str) -> Operation {
+    Operation { id, method, path, access: Access::Session, scope: None, inbox_access: Some("read"), carries_send_content: false, ai: false, body_limit: SMALL_BODY }
 }
 
 /// The dashboard session only: setting the Inbox up (a team admin), and a person's own drafts.

@@ -32,6 +32,19 @@ pub async fn save_draft(conn: &mut PgConnection, team_id: Uuid, conversation_id:
     .await
 }
 
+/// The person's draft of a reply, when they have one.
+pub async fn read_draft(conn: &mut PgConnection, team_id: Uuid, conversation_id: Uuid, person_id: Uuid) -> sqlx::Result<Option<Draft>> {
+    sqlx::query_as(
+        "SELECT draft_text AS text, draft_html AS html, draft_updated_at AS updated_at FROM inbox_person_state
+         WHERE conversation_id = $1 AND person_id = $2 AND team_id = $3 AND draft_updated_at IS NOT NULL",
+    )
+    .bind(conversation_id)
+    .bind(person_id)
+    .bind(team_id)
+    .fetch_optional(conn)
+    .await
+}
+
 /// Drops the person's draft; answers whether there was one.
 pub async fn drop_draft(conn: &mut PgConnection, conversation_id: Uuid, person_id: Uuid) -> sqlx::Result<bool> {
     let done = sqlx::query(

@@ -52,35 +52,10 @@ async fn listing(req: &Request, api: &Api, session: &Session, paging: &Paging, r
 
 /// `POST /app/contacts/imports`: the file and its choice go to `POST /contacts/imports`.
 #[handler]
-pub async fn upload(req: &Request, api: Data<&Api>, mut multipart: Multipart) -> poem::Result<Response> {
+pub async fn upload(req: &Request, api: Data<&Api>, multipart: Multipart) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let boundary = format!("herald-{}", uuid::Uuid::new_v4().simple());
-    let mut body = Vec::new();
-    let mut csrf = String::new();
-    while let Some(field) = multipart.next_field().await? {
-        let name = field.name().unwrap_or_default().to_string();
-        match name.as_str() {
-            "csrf" => csrf = field.text().await?,
-            "file" | "on_conflict" => {
-                let filename = field.file_name().map(|f| f.replace(['"', '\r', '\n'], ""));
-                let bytes = field.bytes().await?;
-                if name == "file" && bytes.is_empty() {
-                    continue;
-                }
-                body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"").as_bytes());
-                if let Some(filename) = filename {
-                    body.extend_from_slice(format!("; filename=\"{filename}\"\r\nContent-Type: text/csv").as_bytes());
-                }
-                body.extend_from_slice(b"\r\n\r\n");
-                body.extend_from_slice(&bytes);
-                body.extend_from_slice(b"\r\n");
-            }
-            _ => {}
-        }
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    let payload = (format!("multipart/form-data; boundary={boundary}"), body);
-    let answer = api.send(req, Method::POST, "/contacts/imports", Some(payload), Some(&csrf), &[]).await?;
+    let relayed = super::upload::relay(multipart, &["file", "on_conflict"]).await?;
+    let answer = api.send(req, Method::POST, "/contacts/imports", Some(relayed.payload), Some(&relayed.csrf), &[]).await?;
     if !answer.ok() {
         return listing(req, &api, &session, &Paging::default(), Some(&answer)).await;
     }

@@ -5,6 +5,7 @@
 
 use super::client::{Answer, Api, Session};
 use super::emails::urlencoding;
+use super::inbox_filing::{Where, filing, filing_card, folders_and_labels, sidebar};
 use super::kit::{self, Fields, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;
@@ -22,6 +23,9 @@ const STATUSES: [&str; 3] = ["open", "pending", "done"];
 pub struct ListQuery {
     status: Option<String>,
     after: Option<String>,
+    place: Option<String>,
+    folder_id: Option<String>,
+    label_id: Option<String>,
 }
 
 fn who(customer: &Value) -> String {
@@ -33,8 +37,12 @@ fn who(customer: &Value) -> String {
 pub async fn list(req: &Request, api: Data<&Api>, Query(query): Query<ListQuery>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
     let status = query.status.as_deref().filter(|s| STATUSES.contains(s)).unwrap_or("open");
+    let place = Where { place: query.place.clone(), folder_id: query.folder_id.clone(), label_id: query.label_id.clone() };
+    let filter = place.query();
+    let query_text = if filter.is_empty() { format!("status={status}") } else { format!("status={status}&{filter}") };
+    let base = format!("/app/inbox?{query_text}");
     let paging = Paging { after: query.after.clone(), search: None };
-    let answer = api.get(req, &paging.path(&format!("/inbox/conversations?status={status}"), 25)).await?;
+    let answer = api.get(req, &paging.path(&format!("/inbox/conversations?{query_text}"), 25)).await?;
     if answer.status == 403 {
         // No channel yet (or no Inbox access): what to do, as the list's empty state.
         return Ok(page(StatusCode::OK, "Inbox", Some(&session), &format!("<h1>Inbox</h1><p class=\"empty\">{}</p>", escape(&answer.message()))));
@@ -42,9 +50,12 @@ pub async fn list(req: &Request, api: Data<&Api>, Query(query): Query<ListQuery>
     if !answer.ok() {
         return Ok(kit::refused_page(&session, &answer));
     }
+    let (folders, labels) = folders_and_labels(req, &api).await?;
+    let channels = kit::rows(&api.get(req, "/inbox/channels").await?);
+    let side = sidebar(&session, &place, &folders, &labels, &channels);
     let tabs: String = STATUSES
         .iter()
-        .map(|s| if *s == status { format!("<b aria-current=\"page\">{s}</b>") } else { format!("<a href=\"/app/inbox?status={s}\">{s}</a>") })
+        .map(|s| if *s == status { format!("<b aria-current=\"page\">{s}</b>") } else { kit::link(&base.replacen(&format!("status={status}"), &format!("status={s}"), 1), s) })
         .collect::<Vec<_>>()
         .join(" · ");
     let table = kit::table(
@@ -62,7 +73,7 @@ pub async fn list(req: &Request, api: Data<&Api>, Query(query): Query<ListQuery>
         },
         "No conversation here. Mail to a channel's address, or a form posting to <code>POST /inbox/conversations</code>, starts one.",
     );
-    let body = format!("<h1>Inbox</h1><nav class=\"pager\" aria-label=\"Status\">{tabs}</nav>{table}{}", kit::pager(&format!("/app/inbox?status={status}"), &answer));
+    let body = format!("<h1>Inbox</h1>{side}<nav class=\"pager\" aria-label=\"Status\">{tabs}</nav>{table}{}", kit::pager(&base, &answer));
     Ok(page(StatusCode::OK, "Inbox", Some(&session), &body))
 }
 
@@ -110,7 +121,11 @@ async fn conversation_page(req: &Request, api: &Api, session: &Session, id: &str
 
 /// Reply, note, and status and assignee, each a form posting to this page's routes.
 async fn controls(req: &Request, api: &Api, session: &Session, base: &str, conversation: &Value, refused: Option<(&Fields, &Answer)>) -> poem::Result<String> {
-    let kept = |field: &str| escape(refused.and_then(|(f, _)| f.get(field)).map_or("", String::as_str));
+    // The person's saved draft fills the reply box, unless the box comes back refused.
+    let draft = api.get(req, &format!("{}/draft", base.replacen("/app/inbox/", "/inbox/conversations/", 1))).await?;
+    let draft = draft.body["text"].as_str().filter(|_| draft.ok()).unwrap_or_default().to_string();
+    let kept = |field: &str| escape(refused.and_then(|(f, _)| f.get(field)).map_or(if field == "text" { draft.as_str() } else { "" }, String::as_str));
+    let (folders, labels) = folders_and_labels(req, api).await?;
     let error = |field: &str| refused.and_then(|(_, a)| a.field_error(field)).map_or_else(String::new, |e| format!("<span class=\"error\">{}</span>", escape(&e)));
     let channel = conversation["channel"]["id"].as_str().unwrap_or_default();
     let teammates = api.get(req, &format!("/inbox/channels/{}/teammates?limit=100", urlencoding(channel))).await?;
@@ -125,11 +140,11 @@ async fn controls(req: &Request, api: &Api, session: &Session, base: &str, conve
     let statuses: String = STATUSES.iter().map(|s| format!("<option{}>{s}</option>", if *s == status { " selected" } else { "" })).collect();
     let csrf = escape(&session.csrf);
     Ok(format!(
-        "{}{}{}",
+        "{}{}{}{}",
         kit::card("reply", "Reply", &format!(
             "<form class=\"stack\" method=\"post\" action=\"{base}/reply\"><input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
              <label for=\"reply-text\">Your reply (sent to the customer)</label><textarea id=\"reply-text\" name=\"text\" rows=\"6\" required>{}</textarea>{}\
-             <button type=\"submit\">Send reply</button></form>",
+             <div class=\"row\"><button type=\"submit\">Send reply</button><button type=\"submit\" formaction=\"{base}/draft\">Save draft</button></div></form>",
             kept("text"),
             error("text")
         )),
@@ -144,7 +159,8 @@ async fn controls(req: &Request, api: &Api, session: &Session, base: &str, conve
              <label for=\"c-assignee\">Assignee</label><select id=\"c-assignee\" name=\"assignee_id\">{people}</select>\
              <button type=\"submit\">Save</button></form>",
             kit::text(&conversation["version"])
-        ))
+        )),
+        filing_card(base, &session.csrf, conversation, &folders, &labels)
     ))
 }
 
@@ -172,12 +188,36 @@ pub async fn update(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form
     let session = signed_in!(req, api);
     let assignee = kit::given(&form, "assignee_id").map_or(Value::Null, |a| json!(a));
     let body = json!({ "status": kit::given(&form, "status").unwrap_or("open"), "assignee_id": assignee });
+    let answer = patch(req, &api, &id, &body, &form).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+/// `POST /app/inbox/{id}/file`: place, folder and labels with `PATCH /inbox/conversations/{id}`,
+/// as of the version read.
+#[handler]
+pub async fn file(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let answer = patch(req, &api, &id, &filing(&form), &form).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+/// `POST /app/inbox/{id}/draft`: the reply box saved as the person's draft
+/// (`PUT /inbox/conversations/{id}/draft`), which teammates see as "replying".
+#[handler]
+pub async fn save_draft(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let body = json!({ "text": form.get("text").cloned().unwrap_or_default() });
+    let answer = kit::write(req, &api, Method::PUT, &format!("/inbox/conversations/{}/draft", urlencoding(&id)), Some(&body), &form).await?;
+    done(req, &api, &session, &id, &form, answer).await
+}
+
+/// `PATCH /inbox/conversations/{id}` with `body` and `If-Match` the form's `version`.
+async fn patch(req: &Request, api: &Api, id: &str, body: &Value, form: &Fields) -> poem::Result<Answer> {
     let version = form.get("version").cloned().unwrap_or_default();
     let headers: Vec<(&str, &str)> = if version.is_empty() { Vec::new() } else { vec![("if-match", version.as_str())] };
-    let payload = ("application/json".to_string(), serde_json::to_vec(&body).unwrap_or_default());
+    let payload = ("application/json".to_string(), serde_json::to_vec(body).unwrap_or_default());
     let csrf = form.get("csrf").map_or("", String::as_str);
-    let answer = api.send(req, Method::PATCH, &format!("/inbox/conversations/{}", urlencoding(&id)), Some(payload), Some(csrf), &headers).await?;
-    done(req, &api, &session, &id, &form, answer).await
+    api.send(req, Method::PATCH, &format!("/inbox/conversations/{}", urlencoding(id)), Some(payload), Some(csrf), &headers).await
 }
 
 async fn done(req: &Request, api: &Api, session: &Session, id: &str, form: &Fields, answer: Answer) -> poem::Result<Response> {

@@ -95,7 +95,12 @@ const SCRIPT: &str = "document.addEventListener('DOMContentLoaded',function(){\
 document.querySelectorAll('time[datetime]').forEach(function(t){var d=new Date(t.getAttribute('datetime'));\
 if(!isNaN(d)){t.textContent=d.toLocaleString(undefined,{dateStyle:'medium',timeStyle:'short'});}});\
 document.querySelectorAll('button[data-copy]').forEach(function(b){b.addEventListener('click',function(){\
-if(navigator.clipboard){navigator.clipboard.writeText(b.getAttribute('data-copy')).then(function(){b.textContent='Copied';});}});});});";
+if(navigator.clipboard){navigator.clipboard.writeText(b.getAttribute('data-copy')).then(function(){b.textContent='Copied';});}});});\
+var mover=document.getElementById('block-mover');if(mover){document.querySelectorAll('li.block[draggable]').forEach(function(li){\
+li.addEventListener('dragstart',function(e){e.dataTransfer.setData('text/plain',li.getAttribute('data-path'));e.dataTransfer.effectAllowed='move';});\
+li.addEventListener('dragover',function(e){e.preventDefault();li.classList.add('over');});li.addEventListener('dragleave',function(){li.classList.remove('over');});\
+li.addEventListener('drop',function(e){e.preventDefault();var from=e.dataTransfer.getData('text/plain'),to=li.getAttribute('data-path');\
+if(from&&from!==to){mover.elements.path.value=from;mover.elements.to.value=to;mover.submit();}});});}});";
 
 const STYLE: &str = ":root{color-scheme:light dark;--bg:#f6f7f9;--fg:#1b1f24;--muted:#57606a;--card:#fff;--line:#d0d7de;--accent:#0a58ca;--bad:#b42318}\
 @media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9da7b3;--card:#161b22;--line:#30363d;--accent:#6cb6ff;--bad:#ff7b72}}\
@@ -120,4 +125,8 @@ form.stack{display:flex;flex-direction:column;align-items:flex-start;gap:.25rem;
 form.inline{display:inline}textarea{font:inherit;padding:.4rem .6rem;border:1px solid var(--line);border-radius:4px;background:var(--card);color:var(--fg)}textarea.code{font-family:ui-monospace,monospace;width:100%}\
 fieldset{border:1px solid var(--line);border-radius:4px;margin:.5rem 0}.checks{display:grid;grid-template-columns:repeat(auto-fill,minmax(16rem,1fr));gap:.25rem}label.check{display:flex;gap:.4rem;align-items:center;margin:0}\
 progress{width:100%;height:1.25rem}ul.columns{columns:16rem}.empty{background:var(--card);border:1px dashed var(--line);border-radius:6px;padding:1rem}\
-iframe.preview.mobile{width:375px;max-width:100%}ol.thread{list-style:none;padding:0}ol.thread li{border-left:3px solid var(--line);padding:.25rem .75rem;margin:0 0 .75rem}ol.thread li.note{border-color:#bf8700}button:disabled{cursor:not-allowed}";
+iframe.preview.mobile{width:375px;max-width:100%}ol.thread{list-style:none;padding:0}ol.thread li{border-left:3px solid var(--line);padding:.25rem .75rem;margin:0 0 .75rem}ol.thread li.note{border-color:#bf8700}button:disabled{cursor:not-allowed}\
+.columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(14rem,1fr));gap:.75rem}ol.blocks{list-style:none;padding:0;margin:0 0 .5rem}\
+li.block{border:1px solid var(--line);border-radius:4px;padding:.4rem .6rem;margin:0 0 .4rem;background:var(--card);cursor:grab}li.block.over{outline:2px dashed var(--accent)}\
+form.row{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin:.25rem 0}form.row label{margin:0}summary{cursor:pointer}\
+@media (min-width:1000px){.studio{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;align-items:start}.studio>.card:last-child{position:sticky;top:1rem}}";

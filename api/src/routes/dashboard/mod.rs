@@ -16,22 +16,29 @@ macro_rules! signed_in {
 mod account;
 mod audience;
 mod automations;
+mod billing;
+mod blocks;
+mod brand;
 mod broadcasts;
 mod client;
 mod domains;
+mod editor;
 mod emails;
 mod imports;
 mod inbox;
+mod inbox_filing;
 mod keys;
 mod kit;
 mod layout;
 mod login;
 mod logs;
+mod migrations;
 mod overview;
 mod segments;
 mod suppressions;
 mod team;
 mod templates;
+mod upload;
 mod webhooks;
 
 use crate::app::AppSlot;
@@ -86,9 +93,10 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/segments/count", post(segments::count.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/segments/:id", get(audience::segment))
         .at("/topics", get(audience::topics))
-        .at("/templates", get(templates::list))
+        .at("/templates", get(templates::list).post(templates::create.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/templates/:id", get(templates::detail).post(templates::save.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
         .at("/templates/:id/preview", get(templates::preview))
+        .at("/templates/:id/blocks", post(templates::edit_blocks.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
         .at("/templates/:id/publish", post(templates::publish.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/broadcasts", get(broadcasts::list).post(broadcasts::create.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
         .at("/broadcasts/:id", get(broadcasts::detail))
@@ -99,10 +107,28 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/automations/:id", get(automations::detail))
         .at("/automations/:id/runs/:run_id", get(automations::run))
         .at("/inbox", get(inbox::list))
+        .at("/inbox/search", get(inbox_filing::search))
+        .at("/inbox/folders", post(inbox_filing::create_folder.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/inbox/labels", post(inbox_filing::create_label.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/inbox/:id", get(inbox::detail))
         .at("/inbox/:id/reply", post(inbox::reply.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/inbox/:id/note", post(inbox::note.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/inbox/:id/update", post(inbox::update.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/inbox/:id/file", post(inbox::file.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/inbox/:id/draft", post(inbox::save_draft.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/brand", get(brand::page_handler).post(brand::save.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/brand/logo", post(brand::upload_logo.with(SizeLimit::new(3 * 1024 * 1024))))
+        .at("/saved-blocks/:id/delete", post(brand::delete_saved.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/billing", get(billing::page_handler))
+        .at("/billing/plan", post(billing::change_plan.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/billing/portal", post(billing::portal.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/migrations", get(migrations::list).post(migrations::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/migrations/upload", post(migrations::upload.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
+        .at("/migrations/:id", get(migrations::detail))
+        .at("/migrations/:id/progress", get(migrations::progress_fragment))
+        .at("/migrations/:id/start", post(migrations::start.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/migrations/:id/cancel", post(migrations::cancel.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/exports", post(migrations::export.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team", get(team::page_handler))
         .at("/team/invitations", post(team::invite.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team/grants/:id/revoke", post(team::revoke_grant.with(SizeLimit::new(MAX_FORM_BYTES))))

@@ -57,7 +57,7 @@ async fn team_page(req: &Request, api: &Api, session: &Session, values: &Fields,
     let form = if admin { kit::card("invite", "Invite someone", &kit::form("/app/team/invitations", &session.csrf, FIELDS, values, refused, "Send invitation")) } else { String::new() };
     let alert = refused.map_or_else(String::new, |a| kit::note(false, &a.message()));
     let body = format!(
-        "<h1>{}</h1>{alert}{}{form}{}{}",
+        "<h1>{}</h1>{alert}<nav class=\"row\" aria-label=\"Team settings\"><a href=\"/app/billing\">Billing</a> · <a href=\"/app/brand\">Brand kit</a> · <a href=\"/app/migrations\">Migrations and exports</a></nav>{}{form}{}{}",
         kit::text(&serde_json::Value::String(session.team_name.clone())),
         kit::card("members", "Members", &members),
         kit::card("invitations", "Invitations", &invitations),

@@ -44,6 +44,18 @@ pub struct InboxDraft {
 
 #[poem_openapi::OpenApi(tag = "Tag::Inbox")]
 impl InboxDraftsApi {
+    /// Read the signed-in person's reply draft (dashboard session only); `404` when they have
+    /// none.
+    #[oai(path = "/inbox/conversations/:conversation_id/draft", method = "get", operation_id = "get-inbox-draft")]
+    async fn get(&self, state: Data<&AppState>, session: Data<&SessionCaller>, conversation_id: Path<String>) -> ApiResult<Json<InboxDraft>> {
+        let id = path_id(&conversation_id.0, "Conversation")?;
+        let mut conn = state.pool.acquire().await?;
+        let actor = Actor::of_session(&mut conn, &session.0.session).await?;
+        let conversation = conversations::get(&mut conn, actor.team_id, id, &actor.reach, false).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
+        let draft = inbox_people::read_draft(&mut conn, actor.team_id, conversation.id, session.0.session.person_id).await?.ok_or_else(|| ApiError::not_found("Draft"))?;
+        Ok(Json(view(id, draft)))
+    }
+
     /// Save the signed-in person's reply draft (dashboard session only).
     #[oai(path = "/inbox/conversations/:conversation_id/draft", method = "put", operation_id = "save-inbox-draft")]
     async fn save(&self, state: Data<&AppState>, session: Data<&SessionCaller>, conversation_id: Path<String>, body: Body<SaveInboxDraft>) -> ApiResult<Json<InboxDraft>> {
@@ -55,7 +67,7 @@ impl InboxDraftsApi {
         let conversation = conversations::get(&mut tx, actor.team_id, id, &actor.reach, false).await?.ok_or_else(|| ApiError::not_found("Conversation"))?;
         let draft = inbox_people::save_draft(&mut tx, actor.team_id, conversation.id, session.0.session.person_id, body.text.as_deref(), body.html.as_deref()).await?;
         tx.commit().await?;
-        Ok(Json(InboxDraft { object: "inbox_draft".into(), conversation_id: id.to_string(), text: draft.text.into(), html: draft.html.into(), updated_at: draft.updated_at }))
+        Ok(Json(view(id, draft)))
     }
 
     /// Drop the signed-in person's reply draft (dashboard session only).
@@ -71,4 +83,8 @@ impl InboxDraftsApi {
         tx.commit().await?;
         Ok(Json(Deleted { object: "inbox_draft".into(), id: id.to_string(), deleted: true }))
     }
+}
+
+fn view(conversation_id: uuid::Uuid, draft: inbox_people::Draft) -> InboxDraft {
+    InboxDraft { object: "inbox_draft".into(), conversation_id: conversation_id.to_string(), text: draft.text.into(), html: draft.html.into(), updated_at: draft.updated_at }
 }
