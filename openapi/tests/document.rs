@@ -196,6 +196,7 @@ const ABSENT_WHEN_EMPTY: &[(&str, &str)] = &[
     ("ReceivedAttachmentLink", "expires_at"),
     ("AutomationView", "steps"),
     ("AutomationView", "connections"),
+    ("AutomationView", "step_counts"),
     ("RunView", "steps"),
 ];
 

@@ -4,6 +4,7 @@
 pub mod ai;
 pub mod api_keys;
 pub mod auth;
+pub mod automation_counts;
 pub mod automations;
 pub mod billing;
 pub mod billing_changes;

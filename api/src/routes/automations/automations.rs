@@ -111,10 +111,35 @@ pub struct AutomationView {
     /// The current version's connections. Absent in lists.
     #[oai(skip_serializing_if_is_none)]
     pub connections: Option<Vec<ConnectionView>>,
+    /// Per step reached, how many of the latest 10,000 runs reached it and where it stands for
+    /// them. Absent in lists.
+    #[oai(skip_serializing_if_is_none)]
+    pub step_counts: Option<Vec<StepCountView>>,
     /// When the automation was created.
     pub created_at: DateTime<Utc>,
     /// When the automation was last changed.
     pub updated_at: DateTime<Utc>,
+}
+
+/// How many of the latest runs reached a step, and where it stands for them.
+#[derive(Object)]
+pub struct StepCountView {
+    /// The step's key.
+    pub key: String,
+    /// Runs that reached the step.
+    pub entered: i64,
+    /// Runs for which the step is done.
+    pub completed: i64,
+    /// Runs waiting in the step (a delay until its time).
+    pub waiting: i64,
+    /// Runs whose step failed.
+    pub failed: i64,
+}
+
+impl From<schema::store::automation_counts::StepCount> for StepCountView {
+    fn from(c: schema::store::automation_counts::StepCount) -> Self {
+        StepCountView { key: c.key, entered: c.entered, completed: c.completed, waiting: c.waiting, failed: c.failed }
+    }
 }
 
 /// A step as stored.
@@ -281,8 +306,10 @@ impl AutomationsApi {
     /// Retrieve an automation with its current version's steps and connections.
     #[oai(path = "/automations/:automation_id", method = "get", operation_id = "get-automation")]
     async fn get(&self, state: Data<&AppState>, caller: Data<&Caller>, automation_id: Path<String>) -> ApiResult<Json<AutomationView>> {
-        let automation = found(&mut *state.pool.acquire().await?, caller.team_id, &automation_id.0, false).await?;
-        Ok(Json(view(automation, true)))
+        let mut conn = state.pool.acquire().await?;
+        let automation = found(&mut conn, caller.team_id, &automation_id.0, false).await?;
+        let counts = schema::store::automation_counts::latest(&mut conn, caller.team_id, automation.id).await?;
+        Ok(Json(AutomationView { step_counts: Some(counts.into_iter().map(StepCountView::from).collect()), ..view(automation, true) }))
     }
 
     /// Rename, enable or disable an automation; with `steps` and `connections` (both), write
@@ -449,6 +476,7 @@ fn view(automation: Automation, with_graph: bool) -> AutomationView {
         trigger: automation.trigger_event,
         steps,
         connections,
+        step_counts: None,
         created_at: automation.created_at,
         updated_at: automation.updated_at,
     }

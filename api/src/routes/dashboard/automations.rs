@@ -1,7 +1,9 @@
-//! Automations: the list, one automation's graph read-only (its steps and connections) with
-//! each step's runs counted from its recent runs, and one run with its steps.
+//! Automations: the list, one automation's graph read-only (drawn, and as a table of its steps
+//! and connections) with each step's counts over the latest runs (`step_counts`), and one run
+//! with its steps.
 
 use super::client::Api;
+use super::graph::{self, Counts};
 use super::emails::urlencoding;
 use super::kit::{self, Paging};
 use super::layout::{page, time};
@@ -18,11 +20,11 @@ pub async fn list(req: &Request, api: Data<&Api>, Query(paging): Query<Paging>) 
     let session = signed_in!(req, api);
     let answer = api.get(req, &paging.unsearched().path("/automations", 50)).await?;
     let table = kit::table(
-        &["Automation", "Status", "Trigger", "Steps", "Updated"],
+        &["Automation", "Status", "Trigger", "Version", "Updated"],
         &kit::rows(&answer),
         |a| {
-            let trigger = a["trigger"]["event"].as_str().or(a["trigger"]["type"].as_str()).unwrap_or_default();
-            vec![kit::link(&format!("/app/automations/{}", kit::id(&a["id"])), a["name"].as_str().unwrap_or_default()), kit::status(a), format!("<code>{}</code>", escape(trigger)), a["steps"].as_array().map_or(0, Vec::len).to_string(), time(&a["updated_at"])]
+            let trigger = a["trigger"].as_str().unwrap_or_default();
+            vec![kit::link(&format!("/app/automations/{}", kit::id(&a["id"])), a["name"].as_str().unwrap_or_default()), kit::status(a), format!("<code>{}</code>", escape(trigger)), kit::text(&a["version"]), time(&a["updated_at"])]
         },
         "No automation yet. Build one with <code>POST /automations</code>: a trigger, then steps that wait, branch and send.",
     );
@@ -41,13 +43,12 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>, Quer
     };
     let runs = api.get(req, &paging.unsearched().path(&format!("{path}/runs"), 50)).await?;
     let runs_rows = kit::rows(&runs);
-    // How many of these runs reached each step (a run's `steps` lists those it reached).
-    let mut reached: HashMap<String, usize> = HashMap::new();
-    for each in &runs_rows {
-        for step in each["steps"].as_array().into_iter().flatten() {
-            *reached.entry(step["key"].as_str().unwrap_or_default().to_string()).or_default() += 1;
-        }
-    }
+    let counts: Counts = automation["step_counts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| (c["key"].as_str().unwrap_or_default().to_string(), ["entered", "completed", "waiting", "failed"].map(|k| c[k].as_i64().unwrap_or(0))))
+        .collect();
     let next: HashMap<&str, Vec<String>> = automation["connections"].as_array().into_iter().flatten().fold(HashMap::new(), |mut map, c| {
         let label = match c["type"].as_str() {
             Some(kind) if kind != "default" => format!("{} ({})", c["to"].as_str().unwrap_or_default(), kind.replace('_', " ")),
@@ -56,16 +57,20 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>, Quer
         map.entry(c["from"].as_str().unwrap_or_default()).or_default().push(label);
         map
     });
+    let steps_list = automation["steps"].as_array().map_or(&[][..], Vec::as_slice);
     let steps = kit::table(
-        &["Step", "Kind", "Then", "Reached by recent runs"],
-        automation["steps"].as_array().map_or(&[][..], Vec::as_slice),
+        &["Step", "Kind", "Then", "Reached", "Done", "Waiting", "Failed"],
+        steps_list,
         |s| {
             let key = s["key"].as_str().unwrap_or_default();
             let then = next.get(key).map_or_else(|| "—".to_string(), |to| escape(&to.join(", ")));
-            vec![format!("<code>{}</code>", escape(key)), kit::word(&s["type"]), then, reached.get(key).copied().unwrap_or(0).to_string()]
+            let [reached, done, waiting, failed] = counts.get(key).copied().unwrap_or_default();
+            vec![format!("<code>{}</code>", escape(key)), kit::word(&s["type"]), then, reached.to_string(), done.to_string(), waiting.to_string(), failed.to_string()]
         },
         "No step.",
     );
+    let drawn = graph::draw(steps_list, automation["connections"].as_array().map_or(&[][..], Vec::as_slice), &counts);
+    let steps = format!("{drawn}<p class=\"muted\">Counts are over the latest 10,000 runs.</p>{steps}");
     let base = format!("/app/automations/{}", urlencoding(&id));
     let runs_table = kit::table(
         &["Run", "Status", "Started", "Ended"],
@@ -73,7 +78,7 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>, Quer
         |r| vec![kit::link(&format!("{base}/runs/{}", kit::id(&r["id"])), "Steps"), kit::status(r), time(&r["started_at"]), time(&r["completed_at"])],
         "No run yet: each event or contact that matches the trigger starts one.",
     );
-    let trigger = serde_json::to_string_pretty(&automation["trigger"]).unwrap_or_default();
+    let trigger = automation["trigger"].as_str().unwrap_or_default().to_string();
     let facts = kit::facts(&[("Status", kit::status(&automation)), ("Version", kit::text(&automation["version"])), ("Trigger", format!("<code>{}</code>", escape(&trigger))), ("Updated", time(&automation["updated_at"]))]);
     let title = automation["name"].as_str().unwrap_or("Automation").to_string();
     let body = format!(

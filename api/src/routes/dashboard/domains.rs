@@ -1,7 +1,8 @@
-//! Domains: the team's domains with a form to add one, and one domain's DNS records (each value
-//! with a copy button) with a "verify now" that answers each record's status. Verifying is `POST
-//! /domains/{id}/verify` made as the session; a viewer sees no button, and the API refuses a
-//! viewer's post anyway.
+//! Domains: the team's domains with a form to add one (or, for a name another team verified, to
+//! claim it), and one domain's DNS records (each value with a copy button) with a "verify now"
+//! that answers each record's status, its claim's TXT record while one runs, and the mail it
+//! received. Verifying is `POST /domains/{id}/verify` made as the session; a viewer sees no
+//! button, and the API refuses a viewer's post anyway.
 
 use super::client::Api;
 use super::layout::{not_found, page, time, to_sign_in};
@@ -110,7 +111,18 @@ async fn listing(req: &Request, api: &Api, session: &super::client::Session, val
         format!("<div class=\"scroll\"><table><thead><tr><th scope=\"col\">Domain</th><th scope=\"col\">Status</th><th scope=\"col\">Region</th><th scope=\"col\">Added</th></tr></thead><tbody>{rows}</tbody></table></div>")
     };
     let form = if session.can_write() {
-        let alert = refused.map_or_else(String::new, |a| super::kit::note(false, &a.message()));
+        let mut alert = refused.map_or_else(String::new, |a| super::kit::note(false, &a.message()));
+        if refused.is_some_and(|a| a.body["claimable"] == true) {
+            // Another team verified the name: claiming it is the way to it.
+            let name = values.get("name").map_or("", String::as_str);
+            alert.push_str(&format!(
+                "<form class=\"row\" method=\"post\" action=\"/app/domains/claim\"><input type=\"hidden\" name=\"csrf\" value=\"{}\"><input type=\"hidden\" name=\"name\" value=\"{}\">\
+                 <button type=\"submit\">Claim {}</button><span class=\"muted\">by publishing a TXT record at its root</span></form>",
+                escape(&session.csrf),
+                escape(name),
+                escape(name)
+            ));
+        }
         super::kit::card("new-domain", "Add a domain", &format!("{alert}{}", super::kit::form("/app/domains", &session.csrf, NEW_FIELDS, values, refused, "Add domain")))
     } else {
         String::new()
@@ -130,6 +142,50 @@ pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<super::kit:
     Ok(super::kit::see_other(&format!("/app/domains/{}", super::kit::id(&answer.body["id"]))))
 }
 
+/// `POST /app/domains/claim`: `POST /domains/claim`; then the team's copy of the domain, with
+/// the TXT record to publish.
+#[handler]
+pub async fn claim(req: &Request, api: Data<&Api>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
+    let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
+    let body = serde_json::json!({ "name": form.get("name").cloned().unwrap_or_default() });
+    let answer = super::kit::write(req, &api, Method::POST, "/domains/claim", Some(&body), &form).await?;
+    if !answer.ok() {
+        return listing(req, &api, &session, &form, Some(&answer)).await;
+    }
+    Ok(super::kit::see_other(&format!("/app/domains/{}", super::kit::id(&answer.body["domain_id"]))))
+}
+
+/// The claim made through this domain (its TXT record while it runs) and the mail it received.
+async fn extras(req: &Request, api: &Api, domain: &Value) -> poem::Result<String> {
+    let id = super::emails::urlencoding(domain["id"].as_str().unwrap_or_default());
+    let latest = api.get(req, &format!("/domains/{id}/claim")).await?;
+    let claim_card = if latest.ok() {
+        let c = &latest.body;
+        let value = c["record"]["value"].as_str().unwrap_or_default();
+        super::kit::card(
+            "claim",
+            "Claim",
+            &format!(
+                "{}<p>Publish at the domain's root: <code>TXT</code> <code>{}</code> <code class=\"value\">{}</code> <button type=\"button\" data-copy=\"{}\" aria-label=\"Copy the claim record's value\">Copy</button></p>",
+                super::kit::facts(&[
+                    ("Status", super::kit::status(c)),
+                    ("Waiting for", super::kit::word(&c["blocked_reason"])),
+                    ("Checked", time(&c["checked_at"])),
+                    ("Expires", time(&c["expires_at"])),
+                    ("Transferred", time(&c["completed_at"])),
+                ]),
+                escape(c["record"]["fqdn"].as_str().unwrap_or_default()),
+                escape(value),
+                escape(value)
+            ),
+        )
+    } else {
+        String::new()
+    };
+    let received = super::received::for_domain(req, api, domain["name"].as_str().unwrap_or_default()).await?;
+    Ok(format!("{claim_card}{received}"))
+}
+
 /// `GET /app/domains/{id}`.
 #[handler]
 pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> poem::Result<Response> {
@@ -138,7 +194,8 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> p
     if !answer.ok() {
         return Ok(not_found(&session));
     }
-    Ok(page(StatusCode::OK, answer.body["name"].as_str().unwrap_or("Domain"), Some(&session), &domain_body(&answer.body, &session.csrf, session.can_write(), None)))
+    let extras = extras(req, &api, &answer.body).await?;
+    Ok(page(StatusCode::OK, answer.body["name"].as_str().unwrap_or("Domain"), Some(&session), &format!("{}{extras}", domain_body(&answer.body, &session.csrf, session.can_write(), None))))
 }
 
 /// `POST /app/domains/{id}/verify`: checks the records now and shows what DNS said.
@@ -158,7 +215,8 @@ pub async fn verify(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form
         let note = answer.message();
         (api.get(req, &path).await?.body, note)
     };
-    Ok(page(status, domain["name"].as_str().unwrap_or("Domain"), Some(&session), &domain_body(&domain, &session.csrf, session.can_write(), Some((ok, note)))))
+    let extras = extras(req, &api, &domain).await?;
+    Ok(page(status, domain["name"].as_str().unwrap_or("Domain"), Some(&session), &format!("{}{extras}", domain_body(&domain, &session.csrf, session.can_write(), Some((ok, note))))))
 }
 
 fn domain_body(domain: &Value, csrf: &str, can_write: bool, outcome: Option<(bool, String)>) -> String {

@@ -36,7 +36,7 @@ pub fn page(status: StatusCode, title: &str, session: Option<&Session>, body: &s
 fn nav(session: &Session) -> String {
     format!(
         "<header class=\"bar\"><nav aria-label=\"Main\"><a class=\"brand\" href=\"/app\">Herald</a>\
-         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/broadcasts\">Broadcasts</a><a href=\"/app/templates\">Templates</a>\
+         <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/receiving\">Received</a><a href=\"/app/broadcasts\">Broadcasts</a><a href=\"/app/templates\">Templates</a>\
          <a href=\"/app/contacts\">Audience</a><a href=\"/app/inbox\">Inbox</a><a href=\"/app/automations\">Automations</a><a href=\"/app/domains\">Domains</a><a href=\"/app/webhooks\">Webhooks</a>\
          <a href=\"/app/api-keys\">API keys</a><a href=\"/app/logs\">Logs</a><a href=\"/app/suppressions\">Suppressions</a><a href=\"/app/team\">Team</a></nav>\
          <div class=\"who\"><span>{} · {}</span><form method=\"post\" action=\"/app/logout\">\
@@ -129,4 +129,6 @@ iframe.preview.mobile{width:375px;max-width:100%}ol.thread{list-style:none;paddi
 .columns{display:grid;grid-template-columns:repeat(auto-fit,minmax(14rem,1fr));gap:.75rem}ol.blocks{list-style:none;padding:0;margin:0 0 .5rem}\
 li.block{border:1px solid var(--line);border-radius:4px;padding:.4rem .6rem;margin:0 0 .4rem;background:var(--card);cursor:grab}li.block.over{outline:2px dashed var(--accent)}\
 form.row{display:flex;flex-wrap:wrap;gap:.4rem;align-items:center;margin:.25rem 0}form.row label{margin:0}summary{cursor:pointer}\
-@media (min-width:1000px){.studio{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;align-items:start}.studio>.card:last-child{position:sticky;top:1rem}}";
+@media (min-width:1000px){.studio{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:1rem;align-items:start}.studio>.card:last-child{position:sticky;top:1rem}}\
+.graph svg{max-width:none;font:12px system-ui,sans-serif}g.step rect{fill:var(--card);stroke:var(--line);stroke-width:1.5}g.step.failing rect{stroke:var(--bad)}\
+g.step text{fill:var(--fg)}g.step text.key{font-weight:700}g.step text.kind,g.step text.tally,text.edge-label{fill:var(--muted)}line.edge{stroke:var(--muted);stroke-width:1.5}marker path{fill:var(--muted)}";

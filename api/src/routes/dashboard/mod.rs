@@ -24,6 +24,7 @@ mod client;
 mod domains;
 mod editor;
 mod emails;
+mod graph;
 mod imports;
 mod inbox;
 mod inbox_filing;
@@ -34,6 +35,7 @@ mod login;
 mod logs;
 mod migrations;
 mod overview;
+mod received;
 mod segments;
 mod suppressions;
 mod team;
@@ -63,12 +65,16 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/logout", post(login::logout.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/test-email", post(overview::test_email.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains", get(domains::list).post(domains::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/domains/claim", post(domains::claim.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains/:id", get(domains::detail))
         .at("/domains/:id/verify", post(domains::verify.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains/:id/settings", post(domains::settings.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/domains/:id/rotate", post(domains::rotate.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/emails/:id/cancel", post(emails::cancel.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/emails/:id/reschedule", post(emails::reschedule.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/receiving", get(received::list))
+        .at("/receiving/:id", get(received::detail))
+        .at("/receiving/:id/preview", get(received::preview))
         .at("/emails", get(emails::list))
         .at("/emails/:id", get(emails::detail))
         .at("/emails/:id/preview", get(emails::preview))
