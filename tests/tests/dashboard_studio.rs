@@ -51,6 +51,16 @@ async fn a_visual_template_is_edited_block_by_block_and_a_refused_or_stale_edit_
     let t = template(&app, &id).await;
     assert_eq!(kinds(&t), ["button", "heading", "text"], "the dragged button takes the heading's place");
 
+    // A placeholder of its own: the variable is declared with the edit, and dropped with its last use.
+    let (status, _, page) = post(&app, &ada, &path, &[("updated_at", &stamp(&t)), ("op", "edit"), ("path", "0.0.2"), ("f_text", "Your plan: {{plan}}")]).await;
+    assert_eq!(status, 303, "{page}");
+    let t = template(&app, &id).await;
+    assert_eq!(t["variables"], json!([{ "key": "plan", "type": "string", "fallback_value": null }]), "{}", t["variables"]);
+    let (status, _, page) = post(&app, &ada, &path, &[("updated_at", &stamp(&t)), ("op", "edit"), ("path", "0.0.2"), ("f_text", "Write something here.")]).await;
+    assert_eq!(status, 303, "{page}");
+    let t = template(&app, &id).await;
+    assert_eq!(t["variables"], json!([]));
+
     // A link the API refuses: its message beside the button, nothing saved.
     let before = template(&app, &id).await;
     let (status, _, page) = post(&app, &ada, &path, &[("updated_at", &stamp(&before)), ("op", "edit"), ("path", "0.0.0"), ("f_label", "Go"), ("f_url", "javascript:alert(1)")]).await;

@@ -15,6 +15,8 @@ pub struct Stamp<'a> {
     pub action: &'a str,
     pub csrf: &'a str,
     pub read_at: &'a str,
+    /// Whether the team's AI assist is on (headings, text and buttons get a rewrite).
+    pub ai: bool,
 }
 
 impl Stamp<'_> {
@@ -172,9 +174,19 @@ fn block_html(at: At, block: &Value, saved: &[(String, String)], stamp: &Stamp, 
          <button type=\"submit\" name=\"op\" value=\"down\" aria-label=\"Move {named} down\">↓</button><button type=\"submit\" name=\"op\" value=\"remove\" aria-label=\"Remove {named}\">Remove</button>{keep}</form>",
         stamp.open("row")
     );
+    let rewrite = if stamp.ai && matches!(kind, "heading" | "text" | "button") {
+        let presets: String = ["shorter", "longer", "friendlier", "formal"].iter().map(|p| format!("<option>{p}</option>")).collect();
+        format!(
+            "{}<input type=\"hidden\" name=\"path\" value=\"{path}\"><label for=\"b-{slug}-preset\">Rewrite with AI</label><select id=\"b-{slug}-preset\" name=\"preset\">{presets}</select>\
+             <button type=\"submit\" name=\"op\" value=\"ai_rewrite\">Rewrite</button></form>",
+            stamp.open("row")
+        )
+    } else {
+        String::new()
+    };
     let open = if error.is_some() { " open" } else { "" };
     format!(
-        "<li class=\"block\" id=\"block-{slug}\" draggable=\"true\" data-path=\"{path}\"><details{open}><summary><b>{named}</b> <span class=\"muted\">{}</span></summary>{error_html}{edit}{raw}</details>{tools}</li>",
+        "<li class=\"block\" id=\"block-{slug}\" draggable=\"true\" data-path=\"{path}\"><details{open}><summary><b>{named}</b> <span class=\"muted\">{}</span></summary>{error_html}{edit}{rewrite}{raw}</details>{tools}</li>",
         gist(block, saved)
     )
 }

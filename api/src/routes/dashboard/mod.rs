@@ -14,6 +14,7 @@ macro_rules! signed_in {
 }
 
 mod account;
+mod assist;
 mod audience;
 mod automations;
 mod billing;
@@ -41,6 +42,7 @@ mod suppressions;
 mod team;
 mod templates;
 mod upload;
+mod variables;
 mod webhooks;
 
 use crate::app::AppSlot;
@@ -102,6 +104,8 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/templates", get(templates::list).post(templates::create.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/templates/:id", get(templates::detail).post(templates::save.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
         .at("/templates/:id/preview", get(templates::preview))
+        .at("/templates/draft", post(assist::draft_template.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/templates/:id/ai/subjects", post(templates::suggest_subjects.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/templates/:id/blocks", post(templates::edit_blocks.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))
         .at("/templates/:id/publish", post(templates::publish.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/broadcasts", get(broadcasts::list).post(broadcasts::create.with(SizeLimit::new(imports::MAX_UPLOAD_BYTES))))

@@ -5,7 +5,9 @@
 //! `If-Match`: a second tab saving over the first is told so (the API's `412`), and a code
 //! template's edits stay in the form.
 
+use super::assist;
 use super::blocks;
+use super::variables;
 use super::client::{Answer, Api, Session};
 use super::editor::{Stamp, editor};
 use super::emails::{framed, urlencoding};
@@ -58,7 +60,12 @@ pub async fn list(req: &Request, api: Data<&Api>, Query(paging): Query<Paging>) 
         },
         "No template yet. Start from one of the starters with <code>POST /templates</code>, then edit and publish it here.",
     );
-    let start = if session.can_write() { kit::card("new-template", "New template", &new_form(req, &api, &session.csrf, &Fields::new(), None).await?) } else { String::new() };
+    let start = if session.can_write() {
+        let drafted = if assist::ai_on(req, &api).await? { assist::draft_form(&session.csrf) } else { String::new() };
+        kit::card("new-template", "New template", &format!("{}{drafted}", new_form(req, &api, &session.csrf, &Fields::new(), None).await?))
+    } else {
+        String::new()
+    };
     let body = format!(
         "<h1>Templates</h1><p><a href=\"/app/brand\">Brand kit and saved blocks</a></p>{start}{}{table}{}",
         paging.search_form("/app/templates", "Name or alias"),
@@ -157,8 +164,13 @@ async fn template_page(req: &Request, api: &Api, session: &Session, id: &str, lo
         // The blocks beside their preview (stacked on a narrow screen).
         let saved = api.get(req, "/saved-blocks?limit=100").await?;
         let saved: Vec<(String, String)> = kit::rows(&saved).iter().map(|b| (b["id"].as_str().unwrap_or_default().to_string(), b["name"].as_str().unwrap_or_default().to_string())).collect();
-        let stamp = Stamp { action: &format!("{base}/blocks"), csrf: &session.csrf, read_at: template["updated_at"].as_str().unwrap_or_default() };
-        sections.push_str(&kit::card("subject", "Subject", &edit_form(&base, &session.csrf, &template, edit, false)));
+        let ai = assist::ai_on(req, api).await?;
+        let stamp = Stamp { action: &format!("{base}/blocks"), csrf: &session.csrf, read_at: template["updated_at"].as_str().unwrap_or_default(), ai };
+        let mut subject = edit_form(&base, &session.csrf, &template, edit, false);
+        if ai {
+            subject.push_str(&assist::suggestions(&base, &session.csrf, &template, edit));
+        }
+        sections.push_str(&kit::card("subject", "Subject", &subject));
         sections.push_str(&format!("<div class=\"studio\">{}{preview_card}</div>", kit::card("blocks", "Blocks", &editor(&template["document"], &saved, &stamp, refused))));
     } else {
         sections.push_str(&preview_card);
@@ -175,7 +187,7 @@ async fn template_page(req: &Request, api: &Api, session: &Session, id: &str, lo
         ("Published version", kit::text(&template["published_version"])),
         ("Updated", time(&template["updated_at"])),
     ]);
-    let alert = edit.map_or_else(String::new, |(_, a)| kit::note(a.ok(), &a.message()));
+    let alert = edit.filter(|(_, a)| !a.ok() || a.body["message"].is_string()).map_or_else(String::new, |(_, a)| kit::note(a.ok(), &a.message()));
     let title = template["name"].as_str().unwrap_or("Template").to_string();
     let body = format!("<p><a href=\"/app/templates\">← Templates</a></p><h1>{}</h1>{alert}<section class=\"card\">{facts}{publish_button}</section>{sections}", escape(&title));
     Ok(page(refused.map_or(StatusCode::OK, kit::status_of), &title, Some(session), &body))
@@ -220,6 +232,19 @@ async fn patch(req: &Request, api: &Api, id: &str, body: &Value, form: &Fields) 
     api.send(req, Method::PATCH, &format!("/templates/{}", urlencoding(id)), Some(payload), Some(csrf), &if_match(form)).await
 }
 
+/// [`patch`], then once more with the variables declared or dropped when the API refused only
+/// because placeholders and `variables` disagree (see [`variables`]).
+async fn patch_declaring(req: &Request, api: &Api, id: &str, mut body: Value, form: &Fields, current: &Value) -> poem::Result<Answer> {
+    let answer = patch(req, api, id, &body, form).await?;
+    match variables::redeclared(&answer, current) {
+        Some(again) if !answer.ok() => {
+            body["variables"] = again;
+            patch(req, api, id, &body, form).await
+        }
+        _ => Ok(answer),
+    }
+}
+
 /// `POST /app/templates/{id}`: `PATCH /templates/{id}` (the subject, and a code template's
 /// HTML) with `If-Match` the `updated_at` the form was read at.
 #[handler]
@@ -229,7 +254,8 @@ pub async fn save(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(f
     if let Some(html) = form.get("html") {
         body["html"] = json!(html);
     }
-    let answer = patch(req, &api, &id, &body, &form).await?;
+    let current = api.get(req, &format!("/templates/{}", urlencoding(&id))).await?.body["variables"].clone();
+    let answer = patch_declaring(req, &api, &id, body, &form, &current).await?;
     if !answer.ok() {
         return template_page(req, &api, &session, &id, Look::default(), Some((&form, &answer))).await;
     }
@@ -248,7 +274,19 @@ pub async fn edit_blocks(req: &Request, api: Data<&Api>, Path(id): Path<String>,
     };
     let mut document = template["document"].clone();
     let place = kit::given(&form, "to").or(kit::given(&form, "path")).and_then(blocks::At::parse);
-    let answer = if kit::given(&form, "op") == Some("keep") {
+    let answer = if kit::given(&form, "op") == Some("ai_rewrite") {
+        let Some(at) = place.filter(|at| at.block.is_some()) else { return refused(req, &api, &session, &id, &form, "Choose a block.").await };
+        match assist::rewrite(req, &api, &id, &mut document, at, &form).await? {
+            Some(refusal) => refusal,
+            None => {
+                let answer = patch_declaring(req, &api, &id, json!({ "document": document }), &form, &template["variables"]).await?;
+                if answer.ok() {
+                    return Ok(kit::see_other(&format!("/app/templates/{}#block-{}", urlencoding(&id), at.path().replace('.', "-"))));
+                }
+                answer
+            }
+        }
+    } else if kit::given(&form, "op") == Some("keep") {
         let block = place.and_then(|at| document["sections"][at.section]["columns"][at.column]["blocks"][at.block.unwrap_or(usize::MAX)].as_object().cloned());
         let Some(block) = block else { return refused(req, &api, &session, &id, &form, "That block is no longer in the template; reload the page.").await };
         let name = kit::given(&form, "name").map_or_else(|| block.get("type").and_then(Value::as_str).unwrap_or("block").to_string(), str::to_string);
@@ -258,7 +296,7 @@ pub async fn edit_blocks(req: &Request, api: Data<&Api>, Path(id): Path<String>,
         if let Err(why) = blocks::apply(&mut document, &form) {
             return refused(req, &api, &session, &id, &form, why).await;
         }
-        let answer = patch(req, &api, &id, &json!({ "document": document }), &form).await?;
+        let answer = patch_declaring(req, &api, &id, json!({ "document": document }), &form, &template["variables"]).await?;
         if answer.ok() {
             let anchor = place.map_or_else(String::new, |at| format!("#block-{}", at.path().replace('.', "-")));
             return Ok(kit::see_other(&format!("/app/templates/{}{anchor}", urlencoding(&id))));
@@ -283,6 +321,15 @@ pub async fn publish(req: &Request, api: Data<&Api>, Path(id): Path<String>, For
         return template_page(req, &api, &session, &id, Look::default(), Some((&Fields::new(), &answer))).await;
     }
     Ok(kit::see_other(&format!("/app/templates/{}", urlencoding(&id))))
+}
+
+/// `POST /app/templates/{id}/ai/subjects`: `POST /ai/subject-lines` for the template; the page
+/// with the suggestions.
+#[handler]
+pub async fn suggest_subjects(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    let answer = kit::write(req, &api, Method::POST, "/ai/subject-lines", Some(&json!({ "template_id": id })), &form).await?;
+    template_page(req, &api, &session, &id, Look::default(), Some((&form, &answer))).await
 }
 
 /// What the dark preview adds to the HTML: the whole email inverted and its images turned back,
