@@ -78,3 +78,33 @@ async fn the_condition_builder_counts_as_the_conditions_change_shows_a_refusal_b
     let members = app.get(&format!("/segments/{id}/contacts")).await;
     assert_eq!(members.body["data"].as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn the_builder_counts_a_topic_condition_and_a_second_group_joined_by_or_and_saves_the_nested_filter() {
+    let app = TestApp::spawn_unthrottled().await;
+    audience(&app).await;
+    let news = app.post("/topics", json!({ "name": "News", "default_subscription": "opt_out" })).await.body["id"].as_str().unwrap().to_string();
+    let patched = app.patch("/contacts/c@example.com/topics", json!([{ "id": news, "subscription": "opt_in" }])).await;
+    assert!(patched.status < 300, "{}", patched.body);
+    let admin = person(&app, app.team_id, "admin", "Ada").await;
+    let (_, page) = tests::dashboard::get(&app, &admin, "/app/segments").await;
+    assert!(page.contains(&format!("<option value=\"topic.{news}\">Topic: News</option>")) && page.contains("name=\"match2\""), "{page}");
+    let topic_field = format!("topic.{news}");
+    let said = tests::dashboard::post(&app, &admin, "/app/segments/count", &[("match", "all"), ("field0", &topic_field), ("op0", "opt_in")]).await.2;
+    assert_eq!(said, "<b>1</b> contact matches now.", "the one subscribed to News");
+    // Pro with more than ten seats, or subscribed to News: b and c.
+    let fields = [
+        ("match", "all"), ("field0", "properties.plan"), ("op0", "eq"), ("value0", "pro"), ("field1", "properties.seats"), ("op1", "gt"), ("value1", "10"),
+        ("join", "any"), ("match2", "all"), ("field5", topic_field.as_str()), ("op5", "opt_in"),
+    ];
+    let said = tests::dashboard::post(&app, &admin, "/app/segments/count", &fields).await.2;
+    assert_eq!(said, "<b>2</b> contacts match now.");
+
+    let (status, _, page) = tests::dashboard::post(&app, &admin, "/app/segments", &[("name", "Nested"), ("match", "all"), ("field0", "properties.seats"), ("op0", "contains"), ("value0", "1"), ("join", "any"), ("field5", &topic_field), ("op5", "opt_in")]).await;
+    assert_eq!(status, 422, "{page}");
+    assert!(page.contains("aria-describedby=\"condition0-error\""), "the nested condition's error beside its row: {page}");
+    let (status, location, _) = tests::dashboard::post(&app, &admin, "/app/segments", &[("name", "Nested"), ("match", "all"), ("field0", "properties.seats"), ("op0", "gt"), ("value0", "10"), ("join", "any"), ("field5", &topic_field), ("op5", "opt_in")]).await;
+    assert_eq!(status, 303);
+    let saved = app.get(&format!("/segments/{}", location.unwrap().trim_start_matches("/app/segments/"))).await.body;
+    assert_eq!(saved["filter"], json!({ "any": [{ "all": [{ "field": "properties.seats", "op": "gt", "value": 10.0 }] }, { "all": [{ "topic": news, "subscription": "opt_in" }] }] }));
+}

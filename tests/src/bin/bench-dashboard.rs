@@ -78,7 +78,30 @@ async fn main() -> anyhow::Result<()> {
     let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
     let email: Uuid = sqlx::query_scalar("SELECT id FROM emails WHERE team_id = $1 ORDER BY id DESC LIMIT 1").bind(team_id).fetch_one(&pool).await?;
     let contact: Uuid = sqlx::query_scalar("SELECT id FROM contacts WHERE team_id = $1 ORDER BY id DESC LIMIT 1").bind(team_id).fetch_one(&pool).await?;
-    let _ = key;
+    // A visual template and an automation with 10,000 runs, for their pages.
+    let made = |path: &'static str, body: serde_json::Value| client.post(format!("{}{path}", api.base)).bearer_auth(&key).json(&body).send();
+    let template: serde_json::Value = made("/templates", serde_json::json!({ "name": "Newsletter", "starter": "newsletter" })).await?.json().await?;
+    let template = template["id"].as_str().unwrap_or_default().to_string();
+    made("/events", serde_json::json!({ "name": "order.placed" })).await?;
+    let steps = serde_json::json!([
+        { "key": "start", "type": "trigger", "config": { "event_name": "order.placed" } },
+        { "key": "wait", "type": "delay", "config": { "duration": "1 day" } },
+        { "key": "mark", "type": "contact_update", "config": { "last_name": "Customer" } }
+    ]);
+    let connections = serde_json::json!([{ "from": "start", "to": "wait" }, { "from": "wait", "to": "mark" }]);
+    let automation: serde_json::Value = made("/automations", serde_json::json!({ "name": "Orders", "steps": steps, "connections": connections })).await?.json().await?;
+    let automation = automation["id"].as_str().unwrap_or_default().to_string();
+    sqlx::query(
+        "WITH runs AS (
+             INSERT INTO automation_runs (id, team_id, automation_id, version, contact_id, trigger_event, status, step)
+             SELECT herald_uuid_v7(), $1, $2::uuid, 1, herald_uuid_v7(), 'order.placed', 'running', 'wait' FROM generate_series(1, 10000) RETURNING id
+         )
+         INSERT INTO automation_run_steps (run_id, key, status) SELECT id, k, CASE WHEN k = 'wait' THEN 'waiting' ELSE 'completed' END FROM runs, unnest(ARRAY['start', 'wait']) k",
+    )
+    .bind(team_id)
+    .bind(&automation)
+    .execute(&pool)
+    .await?;
     let pages = [
         "/app".to_string(),
         "/app/emails".to_string(),
@@ -94,8 +117,15 @@ async fn main() -> anyhow::Result<()> {
         "/app/segments".to_string(),
         "/app/topics".to_string(),
         "/app/templates".to_string(),
+        format!("/app/templates/{template}"),
+        "/app/brand".to_string(),
         "/app/broadcasts".to_string(),
         "/app/automations".to_string(),
+        format!("/app/automations/{automation}"),
+        "/app/receiving".to_string(),
+        "/app/inbox".to_string(),
+        "/app/billing".to_string(),
+        "/app/migrations".to_string(),
         "/app/webhooks".to_string(),
         "/app/api-keys".to_string(),
         "/app/logs".to_string(),
