@@ -194,3 +194,43 @@ async fn in_chromium_a_newcomer_signs_up_sends_a_test_email_watches_it_delivered
     assert!(said.contains("ok a domain added from the dashboard verifies once its records are published"), "{said}");
     assert!(shots.join("first-email.png").exists() && shots.join("domain-verified.png").exists(), "the screenshots are kept");
 }
+
+/// The current code of a base32 secret.
+fn totp_now(secret: &str) -> String {
+    let secret = data_encoding::BASE32_NOPAD.decode(secret.as_bytes()).unwrap();
+    api::routes::people::mfa::code(&secret, api::routes::people::mfa::step_at(chrono::Utc::now().timestamp()))
+}
+
+#[tokio::test]
+async fn two_factor_sign_in_is_set_up_from_a_qr_code_a_wrong_code_turns_nothing_on_and_a_recovery_code_turns_it_off() {
+    let app = tests::TestApp::spawn_unthrottled().await;
+    let ada = tests::inbox::person(&app, app.team_id, "member", "Ada").await;
+    let mfa = || async { sqlx::query_scalar::<_, bool>("SELECT totp_enabled_at IS NOT NULL FROM people WHERE id = $1").bind(ada.id).fetch_one(&app.pool).await.unwrap() };
+    let (status, page) = tests::dashboard::get(&app, &ada, "/app/account").await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Set up two-factor sign-in") && page.contains("href=\"/app/account\""), "{page}");
+
+    let (status, _, page) = tests::dashboard::post(&app, &ada, "/app/account/totp", &[]).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<svg class=\"qr\" role=\"img\""), "a QR code to scan: {page}");
+    let secret = page.split("Secret: <code>").nth(1).unwrap().split('<').next().unwrap().to_string();
+    let (status, _, page) = tests::dashboard::post(&app, &ada, "/app/account/totp/confirm", &[("code", "000000")]).await;
+    assert_eq!(status, 422, "{page}");
+    assert!(!mfa().await, "a wrong code turns nothing on");
+
+    let (status, _, page) = tests::dashboard::post(&app, &ada, "/app/account/totp", &[]).await;
+    assert_eq!(status, 200);
+    let secret_again = page.split("Secret: <code>").nth(1).unwrap().split('<').next().unwrap().to_string();
+    assert_ne!(secret, secret_again, "starting again gives a fresh secret");
+    let (status, _, page) = tests::dashboard::post(&app, &ada, "/app/account/totp/confirm", &[("code", &totp_now(&secret_again))]).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(mfa().await);
+    let codes: Vec<String> = page.split("<li><code>").skip(1).map(|c| c.split('<').next().unwrap().to_string()).collect();
+    assert_eq!(codes.len(), 10, "the recovery codes, shown once: {page}");
+    let (_, page) = tests::dashboard::get(&app, &ada, "/app/account").await;
+    assert!(page.contains("Turn two-factor sign-in off") && !page.contains(&codes[0]), "{page}");
+
+    let (status, location, _) = tests::dashboard::post(&app, &ada, "/app/account/totp/disable", &[("code", &codes[0])]).await;
+    assert_eq!((status, location.as_deref()), (303, Some("/app/account")));
+    assert!(!mfa().await, "a recovery code turned it off");
+}

@@ -39,7 +39,7 @@ fn nav(session: &Session) -> String {
          <a href=\"/app\">Overview</a><a href=\"/app/emails\">Emails</a><a href=\"/app/receiving\">Received</a><a href=\"/app/broadcasts\">Broadcasts</a><a href=\"/app/templates\">Templates</a>\
          <a href=\"/app/contacts\">Audience</a><a href=\"/app/inbox\">Inbox</a><a href=\"/app/automations\">Automations</a><a href=\"/app/domains\">Domains</a><a href=\"/app/webhooks\">Webhooks</a>\
          <a href=\"/app/api-keys\">API keys</a><a href=\"/app/logs\">Logs</a><a href=\"/app/suppressions\">Suppressions</a><a href=\"/app/team\">Team</a></nav>\
-         <div class=\"who\"><span>{} · {}</span><form method=\"post\" action=\"/app/logout\">\
+         <div class=\"who\"><span><a href=\"/app/account\">{}</a> · {}</span><form method=\"post\" action=\"/app/logout\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{}\"><button type=\"submit\">Sign out</button></form></div></header>",
         escape(&session.person_name),
         escape(&session.team_name),

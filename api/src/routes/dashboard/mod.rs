@@ -36,6 +36,7 @@ mod login;
 mod logs;
 mod migrations;
 mod overview;
+mod profile;
 mod received;
 mod segments;
 mod suppressions;
@@ -139,6 +140,11 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/migrations/:id/start", post(migrations::start.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/migrations/:id/cancel", post(migrations::cancel.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/exports", post(migrations::export.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/account", get(profile::page_handler))
+        .at("/account/totp", post(profile::start.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/account/totp/confirm", post(profile::confirm.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/account/totp/disable", post(profile::disable.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/account/verify", post(profile::resend_verification.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team", get(team::page_handler))
         .at("/team/invitations", post(team::invite.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/team/grants/:id/revoke", post(team::revoke_grant.with(SizeLimit::new(MAX_FORM_BYTES))))
