@@ -76,6 +76,8 @@ await run(SHOTS, async (browser) => {
     ['/app/broadcasts', 'Broadcasts'], ['/app/templates', 'Templates'], ['/app/contacts', 'Contacts'], ['/app/contacts/imports', 'Imports'],
     ['/app/segments', 'Segments'], ['/app/topics', 'Topics'], ['/app/automations', 'Automations'], ['/app/webhooks', 'Webhooks'],
     ['/app/api-keys', 'API keys'], ['/app/logs', 'Request logs'], ['/app/suppressions', 'Suppressions'], ['/app/inbox', 'Inbox'],
+    ['/app/receiving', 'Received mail'], ['/app/brand', 'Brand kit'], ['/app/billing', 'Billing'], ['/app/migrations', 'Migrations and exports'],
+    ['/app/account', 'Your account'],
   ];
   for (const [path, heading] of areas) {
     await check(`${path} opens`, async () => {

@@ -58,7 +58,7 @@ async fn a_person_signs_in_through_the_form_sees_the_overview_and_signs_out() {
     let overview = get(&app, Some(&cookie), "/app").await;
     assert_eq!(overview.status(), 200);
     let html = overview.text().await.unwrap();
-    assert!(html.contains("<h1>Overview</h1>") && html.contains("Ada · Ada&#39;s team"), "the person and the team: {html}");
+    assert!(html.contains("<h1>Overview</h1>") && html.contains("<a href=\"/app/account\">Ada</a> · Ada&#39;s team"), "the person and the team: {html}");
     assert!(html.contains("Verify a sending domain"), "what to do next: {html}");
     let source: String = tests::eventually(|| async {
         sqlx::query_scalar("SELECT source FROM request_logs WHERE endpoint = '/emails/metrics'").fetch_optional(&app.pool).await.unwrap()

@@ -79,8 +79,9 @@ async fn main() -> anyhow::Result<()> {
     let email: Uuid = sqlx::query_scalar("SELECT id FROM emails WHERE team_id = $1 ORDER BY id DESC LIMIT 1").bind(team_id).fetch_one(&pool).await?;
     let contact: Uuid = sqlx::query_scalar("SELECT id FROM contacts WHERE team_id = $1 ORDER BY id DESC LIMIT 1").bind(team_id).fetch_one(&pool).await?;
     // A visual template and an automation with 10,000 runs, for their pages.
-    let made = |path: &'static str, body: serde_json::Value| client.post(format!("{}{path}", api.base)).bearer_auth(&key).json(&body).send();
+    let made = |path: &'static str, body: serde_json::Value| client.post(format!("{}{path}", api.base)).bearer_auth(&key).header("user-agent", "bench/1.0").json(&body).send();
     let template: serde_json::Value = made("/templates", serde_json::json!({ "name": "Newsletter", "starter": "newsletter" })).await?.json().await?;
+    anyhow::ensure!(template["id"].is_string(), "the template was refused: {template}");
     let template = template["id"].as_str().unwrap_or_default().to_string();
     made("/events", serde_json::json!({ "name": "order.placed" })).await?;
     let steps = serde_json::json!([
@@ -90,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     ]);
     let connections = serde_json::json!([{ "from": "start", "to": "wait" }, { "from": "wait", "to": "mark" }]);
     let automation: serde_json::Value = made("/automations", serde_json::json!({ "name": "Orders", "steps": steps, "connections": connections })).await?.json().await?;
+    anyhow::ensure!(automation["id"].is_string(), "the automation was refused: {automation}");
     let automation = automation["id"].as_str().unwrap_or_default().to_string();
     sqlx::query(
         "WITH runs AS (

@@ -2,7 +2,7 @@
 //! one), segments with their members, and topics, through the API's routes as the session.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Field, Fields, Input, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;
@@ -134,27 +134,6 @@ pub async fn delete(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form
         return Ok(kit::refused_page(&session, &answer));
     }
     Ok(kit::see_other("/app/contacts"))
-}
-
-/// `GET /app/segments`.
-#[handler]
-pub async fn segments(req: &Request, api: Data<&Api>, Query(paging): Query<Paging>) -> poem::Result<Response> {
-    let session = signed_in!(req, api);
-    segments_page(req, &api, &session, &paging, &Fields::new(), None).await
-}
-
-/// The segments, with the condition builder (filled with `values` after `refused`) for a writer.
-pub(super) async fn segments_page(req: &Request, api: &Api, session: &Session, paging: &Paging, values: &Fields, refused: Option<&Answer>) -> poem::Result<Response> {
-    let answer = api.get(req, &paging.unsearched().path("/segments", 50)).await?;
-    let table = kit::table(
-        &["Segment", "Created"],
-        &kit::rows(&answer),
-        |s| vec![kit::link(&format!("/app/segments/{}", kit::id(&s["id"])), s["name"].as_str().unwrap_or_default()), time(&s["created_at"])],
-        "No segment yet. Build one below from contacts' fields and properties.",
-    );
-    let builder = if session.can_write() { super::segments::builder(req, api, session, values, refused).await? } else { String::new() };
-    let body = format!("<p><a href=\"/app/contacts\">← Contacts</a></p><h1>Segments</h1>{builder}{table}{}", kit::pager("/app/segments", &answer));
-    Ok(page(refused.map_or(StatusCode::OK, kit::status_of), "Segments", Some(session), &body))
 }
 
 /// `GET /app/segments/{id}`: the segment's filter and its members.

@@ -4,7 +4,7 @@
 
 use super::client::Api;
 use super::graph::{self, Counts};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

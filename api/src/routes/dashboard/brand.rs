@@ -114,7 +114,7 @@ pub async fn upload_logo(req: &Request, api: Data<&Api>, multipart: Multipart) -
 #[handler]
 pub async fn delete_saved(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let answer = kit::write(req, &api, Method::DELETE, &format!("/saved-blocks/{}", super::emails::urlencoding(&id)), None, &form).await?;
+    let answer = kit::write(req, &api, Method::DELETE, &format!("/saved-blocks/{}", super::kit::urlencoding(&id)), None, &form).await?;
     if !answer.ok() {
         return brand_page(req, &api, &session, None, Some(&answer)).await;
     }

@@ -26,7 +26,7 @@ fn settings_form(domain: &Value, csrf: &str) -> String {
          <label for=\"d-receiving\">Receiving mail at this domain</label><select id=\"d-receiving\" name=\"receiving\">{}{}</select>\
          <label for=\"d-tls\">TLS to receiving servers</label><select id=\"d-tls\" name=\"tls\">{}{}</select>\
          <button type=\"submit\">Save settings</button></form>",
-        escape(&super::emails::urlencoding(domain["id"].as_str().unwrap_or_default())),
+        escape(&super::kit::urlencoding(domain["id"].as_str().unwrap_or_default())),
         escape(csrf),
         checked("open_tracking"),
         checked("click_tracking"),
@@ -47,7 +47,7 @@ pub async fn settings(req: &Request, api: Data<&Api>, Path(id): Path<String>, Fo
         "capabilities": { "receiving": super::kit::given(&form, "receiving").unwrap_or("disabled") },
         "tls": super::kit::given(&form, "tls").unwrap_or("opportunistic"),
     });
-    let path = format!("/domains/{}", super::emails::urlencoding(&id));
+    let path = format!("/domains/{}", super::kit::urlencoding(&id));
     let answer = super::kit::write(req, &api, Method::PATCH, &path, Some(&body), &form).await?;
     after_write(req, &api, &session, &path, answer, "Settings saved.").await
 }
@@ -56,7 +56,7 @@ pub async fn settings(req: &Request, api: Data<&Api>, Path(id): Path<String>, Fo
 #[handler]
 pub async fn rotate(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<super::kit::Fields>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let path = format!("/domains/{}", super::emails::urlencoding(&id));
+    let path = format!("/domains/{}", super::kit::urlencoding(&id));
     let answer = super::kit::write(req, &api, Method::POST, &format!("{path}/dkim/rotate"), None, &form).await?;
     after_write(req, &api, &session, &path, answer, "A new DKIM key is ready: publish its record, then verify.").await
 }
@@ -157,7 +157,7 @@ pub async fn claim(req: &Request, api: Data<&Api>, Form(form): Form<super::kit::
 
 /// The claim made through this domain (its TXT record while it runs) and the mail it received.
 async fn extras(req: &Request, api: &Api, domain: &Value) -> poem::Result<String> {
-    let id = super::emails::urlencoding(domain["id"].as_str().unwrap_or_default());
+    let id = super::kit::urlencoding(domain["id"].as_str().unwrap_or_default());
     let latest = api.get(req, &format!("/domains/{id}/claim")).await?;
     let claim_card = if latest.ok() {
         let c = &latest.body;
@@ -190,7 +190,7 @@ async fn extras(req: &Request, api: &Api, domain: &Value) -> poem::Result<String
 #[handler]
 pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> poem::Result<Response> {
     let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
-    let answer = api.get(req, &format!("/domains/{}", super::emails::urlencoding(&id))).await?;
+    let answer = api.get(req, &format!("/domains/{}", super::kit::urlencoding(&id))).await?;
     if !answer.ok() {
         return Ok(not_found(&session));
     }
@@ -202,7 +202,7 @@ pub async fn detail(req: &Request, api: Data<&Api>, Path(id): Path<String>) -> p
 #[handler]
 pub async fn verify(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<VerifyForm>) -> poem::Result<Response> {
     let Some(session) = api.session(req).await? else { return Ok(to_sign_in()) };
-    let path = format!("/domains/{}", super::emails::urlencoding(&id));
+    let path = format!("/domains/{}", super::kit::urlencoding(&id));
     let answer = api.call(req, Method::POST, &format!("{path}/verify"), None, Some(&form.csrf)).await?;
     if answer.status == 404 {
         return Ok(not_found(&session));
@@ -226,7 +226,7 @@ fn domain_body(domain: &Value, csrf: &str, can_write: bool, outcome: Option<(boo
             "<p>A new key is waiting for its record in DNS: publish the DKIM record below, then verify. <span class=\"muted\">{}</span></p>",
             escape(&domain["dkim_rotation"].to_string())
         )),
-        (_, true) => super::kit::card("dkim", "DKIM key", &super::kit::button(&format!("/app/domains/{}/rotate", super::emails::urlencoding(id)), csrf, "Rotate the DKIM key")),
+        (_, true) => super::kit::card("dkim", "DKIM key", &super::kit::button(&format!("/app/domains/{}/rotate", super::kit::urlencoding(id)), csrf, "Rotate the DKIM key")),
         _ => String::new(),
     };
     let records: String = domain["records"]

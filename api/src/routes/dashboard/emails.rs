@@ -2,6 +2,7 @@
 //! HTML preview (a sandboxed frame: no script runs, no remote image loads).
 
 use super::client::Api;
+use super::kit::urlencoding;
 use super::layout::{not_found, page, time, to_sign_in};
 use crate::routes::pages::html::escape;
 use poem::http::{StatusCode, header};
@@ -223,12 +224,4 @@ pub fn framed(found: bool, html: String) -> Response {
         .header(header::CACHE_CONTROL, "no-store")
         .header(header::REFERRER_POLICY, "no-referrer")
         .body(html)
-}
-
-/// What a query or path value keeps as it is: letters, digits and `-_.~` (RFC 3986's unreserved).
-const RESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
-/// A query or path value, percent-encoded.
-pub fn urlencoding(value: &str) -> String {
-    percent_encoding::utf8_percent_encode(value, RESERVED).to_string()
 }

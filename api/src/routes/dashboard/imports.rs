@@ -2,7 +2,7 @@
 //! one import's progress bar, which htmx refreshes every second until the import ends.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

@@ -4,7 +4,7 @@
 //! overwritten), through `/inbox/conversations` as the session.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::inbox_filing::{Where, filing, filing_card, folders_and_labels, sidebar};
 use super::kit::{self, Fields, Paging};
 use super::layout::{page, time};

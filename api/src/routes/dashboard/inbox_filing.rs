@@ -3,7 +3,7 @@
 //! (`GET /inbox/search`, its snippets' matches in bold).
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Fields};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

@@ -68,7 +68,7 @@ pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) ->
 #[handler]
 pub async fn revoke(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let answer = kit::write(req, &api, Method::DELETE, &format!("/api-keys/{}", super::emails::urlencoding(&id)), None, &form).await?;
+    let answer = kit::write(req, &api, Method::DELETE, &format!("/api-keys/{}", super::kit::urlencoding(&id)), None, &form).await?;
     if !answer.ok() {
         return listing(req, &api, &session, &Paging::default(), &Fields::new(), Some(&answer)).await;
     }

@@ -3,7 +3,6 @@
 //! route, as the session, with the form's CSRF token).
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
 use super::layout::{not_found, page};
 use crate::routes::pages::html::escape;
 use poem::http::{Method, StatusCode, header};
@@ -256,4 +255,12 @@ impl Paging {
             escape(placeholder)
         )
     }
+}
+
+/// What a query or path value keeps as it is: letters, digits and `-_.~` (RFC 3986's unreserved).
+const RESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// A query or path value, percent-encoded.
+pub fn urlencoding(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, RESERVED).to_string()
 }

@@ -2,7 +2,7 @@
 //! its request and response bodies, through `/logs` as the session.
 
 use super::client::Api;
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

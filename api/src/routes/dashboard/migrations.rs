@@ -4,7 +4,7 @@
 //! the move ends, and exports of contacts or suppressions with their download links.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Fields};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

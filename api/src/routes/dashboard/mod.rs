@@ -98,7 +98,7 @@ pub fn routes(app: AppSlot) -> impl Endpoint {
         .at("/contacts/imports/:id/progress", get(imports::progress_fragment))
         .at("/contacts/:id", get(audience::contact))
         .at("/contacts/:id/delete", post(audience::delete.with(SizeLimit::new(MAX_FORM_BYTES))))
-        .at("/segments", get(audience::segments).post(segments::create.with(SizeLimit::new(MAX_FORM_BYTES))))
+        .at("/segments", get(segments::list).post(segments::create.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/segments/count", post(segments::count.with(SizeLimit::new(MAX_FORM_BYTES))))
         .at("/segments/:id", get(audience::segment))
         .at("/topics", get(audience::topics))

@@ -4,7 +4,8 @@
 //! latest mail a domain received, for the domain's page.
 
 use super::client::{Api, Session};
-use super::emails::{framed, urlencoding};
+use super::emails::framed;
+use super::kit::urlencoding;
 use super::kit::{self, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;

@@ -7,10 +7,11 @@
 //! declared type.
 
 use super::client::{Answer, Api, Session};
-use super::kit::{self, Fields};
+use super::kit::{self, Fields, Paging};
+use super::layout::{page, time};
 use crate::routes::pages::html::escape;
 use poem::http::{Method, StatusCode, header};
-use poem::web::{Data, Form};
+use poem::web::{Data, Form, Query};
 use poem::{Request, Response, handler};
 use serde_json::{Map, Value, json};
 
@@ -123,6 +124,27 @@ fn typed(raw: &str, kind: &str) -> Value {
     }
 }
 
+/// `GET /app/segments`.
+#[handler]
+pub async fn list(req: &Request, api: Data<&Api>, Query(paging): Query<Paging>) -> poem::Result<Response> {
+    let session = signed_in!(req, api);
+    segments_page(req, &api, &session, &paging, &Fields::new(), None).await
+}
+
+/// The segments, with the condition builder (filled with `values` after `refused`) for a writer.
+async fn segments_page(req: &Request, api: &Api, session: &Session, paging: &Paging, values: &Fields, refused: Option<&Answer>) -> poem::Result<Response> {
+    let answer = api.get(req, &paging.unsearched().path("/segments", 50)).await?;
+    let table = kit::table(
+        &["Segment", "Created"],
+        &kit::rows(&answer),
+        |s| vec![kit::link(&format!("/app/segments/{}", kit::id(&s["id"])), s["name"].as_str().unwrap_or_default()), time(&s["created_at"])],
+        "No segment yet. Build one below from contacts' fields and properties.",
+    );
+    let builder = if session.can_write() { builder(req, api, session, values, refused).await? } else { String::new() };
+    let body = format!("<p><a href=\"/app/contacts\">← Contacts</a></p><h1>Segments</h1>{builder}{table}{}", kit::pager("/app/segments", &answer));
+    Ok(page(refused.map_or(StatusCode::OK, kit::status_of), "Segments", Some(session), &body))
+}
+
 /// The builder's card: the form, filled with `values`, and `refused`'s errors beside the
 /// rows they name. The name carries no `required`: htmx checks the form's validity before each
 /// count, and an empty name would stop the count while the conditions are being built (the
@@ -223,7 +245,7 @@ pub async fn create(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) ->
     let body = json!({ "name": form.get("name").cloned().unwrap_or_default(), "filter": filter(&form, &properties) });
     let answer = kit::write(req, &api, Method::POST, "/segments", Some(&body), &form).await?;
     if !answer.ok() {
-        return super::audience::segments_page(req, &api, &session, &kit::Paging::default(), &form, Some(&answer)).await;
+        return segments_page(req, &api, &session, &Paging::default(), &form, Some(&answer)).await;
     }
     Ok(kit::see_other(&format!("/app/segments/{}", kit::id(&answer.body["id"]))))
 }

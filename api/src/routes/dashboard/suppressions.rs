@@ -2,7 +2,7 @@
 //! removing one, through `/suppressions` as the session.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Field, Fields, Input, Paging};
 use super::layout::{page, time};
 use poem::http::{Method, StatusCode};

@@ -83,7 +83,7 @@ pub async fn invite(req: &Request, api: Data<&Api>, Form(form): Form<Fields>) ->
 #[handler]
 pub async fn revoke_grant(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let answer = kit::write(req, &api, Method::DELETE, &format!("/oauth/grants/{}", super::emails::urlencoding(&id)), None, &form).await?;
+    let answer = kit::write(req, &api, Method::DELETE, &format!("/oauth/grants/{}", super::kit::urlencoding(&id)), None, &form).await?;
     if !answer.ok() {
         return team_page(req, &api, &session, &Fields::new(), Some(&answer)).await;
     }

@@ -3,7 +3,7 @@
 //! `/webhooks` as the session.
 
 use super::client::{Answer, Api, Session};
-use super::emails::urlencoding;
+use super::kit::urlencoding;
 use super::kit::{self, Fields, Paging};
 use super::layout::{page, time};
 use crate::routes::pages::html::escape;
