@@ -25,3 +25,18 @@ pub async fn post(app: &TestApp, who: &Person, path: &str, fields: &[(&str, &str
     let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_string());
     (answer.status().as_u16(), location, answer.text().await.unwrap())
 }
+
+/// A team ready for a broadcast: its postal address set, and a segment "Readers" of three
+/// contacts at the sink's domain (`reader0..2@`, first names `Reader0..2`). Answers the
+/// segment's id.
+pub async fn readers(app: &TestApp) -> String {
+    let address = serde_json::json!({ "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" });
+    assert_eq!(app.patch("/team", serde_json::json!({ "postal_address": address })).await.status, 200);
+    let segment = app.post("/segments", serde_json::json!({ "name": "Readers" })).await.body["id"].as_str().unwrap().to_string();
+    for i in 0..3 {
+        let contact = serde_json::json!({ "email": format!("reader{i}@{}", crate::mail::RECIPIENT_DOMAIN), "first_name": format!("Reader{i}"), "segments": [{ "id": segment }] });
+        let made = app.post("/contacts", contact).await;
+        assert_eq!(made.status, 201, "{}", made.body);
+    }
+    segment
+}

@@ -2,7 +2,6 @@
 //! form, its checklist, Send, the progress fragment until the fan-out is over (then it stops
 //! asking), and each member's email accepted by the SMTP sink, personalised.
 
-use serde_json::json;
 use std::time::Duration;
 use tests::dashboard::{get, post};
 use tests::inbox::person;
@@ -13,13 +12,7 @@ async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_a
     let mail = mail::setup().await;
     let app = &mail.app;
     let admin = person(app, app.team_id, "admin", "Ada").await;
-    let address = json!({ "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" });
-    assert_eq!(app.patch("/team", json!({ "postal_address": address })).await.status, 200);
-    let segment = app.post("/segments", json!({ "name": "Readers" })).await.body["id"].as_str().unwrap().to_string();
-    for i in 0..3 {
-        let made = app.post("/contacts", json!({ "email": format!("reader{i}@{RECIPIENT_DOMAIN}"), "first_name": format!("Reader{i}"), "segments": [{ "id": segment }] })).await;
-        assert_eq!(made.status, 201, "{}", made.body);
-    }
+    let segment = tests::dashboard::readers(app).await;
 
     let from = format!("Acme <news@{SENDING_DOMAIN}>");
     let html = "<p>Hi {{{FIRST_NAME|friend}}}, spring is here.</p><p><a href=\"https://acme.example/spring\">Read more</a></p>";

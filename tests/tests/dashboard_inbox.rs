@@ -81,23 +81,11 @@ async fn a_conversation_is_filed_in_a_folder_with_a_label_found_by_search_and_a_
         list.body["data"][0]["id"].as_str().map(str::to_string)
     })
     .await;
-    let browser = reqwest::Client::builder().redirect(Policy::none()).user_agent("Mozilla/5.0 (dashboard test)").build().unwrap();
-    let get = |path: String| {
-        let request = browser.get(app.url(&path)).header("cookie", format!("herald_session={}", admin.cookie));
-        async move {
-            let answer = request.send().await.unwrap();
-            (answer.status().as_u16(), answer.text().await.unwrap())
-        }
-    };
-    let post = |path: String, fields: Vec<(String, String)>| {
-        let request = browser.post(app.url(&path)).header("cookie", format!("herald_session={}", admin.cookie));
-        let mut fields = fields;
-        fields.push(("csrf".into(), admin.csrf.clone()));
-        async move {
-            let answer = request.form(&fields).send().await.unwrap();
-            let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_string());
-            (answer.status().as_u16(), location)
-        }
+    let get = |path: String| async move { tests::dashboard::get(app, admin, &path).await };
+    let post = |path: String, fields: Vec<(String, String)>| async move {
+        let fields: Vec<(&str, &str)> = fields.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let (status, location, _) = tests::dashboard::post(app, admin, &path, &fields).await;
+        (status, location)
     };
     let field = |name: &str, value: &str| (name.to_string(), value.to_string());
 

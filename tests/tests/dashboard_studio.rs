@@ -129,13 +129,7 @@ async fn in_chromium_a_template_built_by_dragging_blocks_is_published_and_sent_a
     let mail = mail::setup().await;
     let app = &mail.app;
     let ada = person(app, app.team_id, "admin", "Ada").await;
-    let address = json!({ "line1": "1 Main St", "city": "Springfield", "postal_code": "62701", "country": "US" });
-    assert_eq!(app.patch("/team", json!({ "postal_address": address })).await.status, 200);
-    let segment = app.post("/segments", json!({ "name": "Readers" })).await.body["id"].as_str().unwrap().to_string();
-    for i in 0..3 {
-        let made = app.post("/contacts", json!({ "email": format!("reader{i}@{RECIPIENT_DOMAIN}"), "first_name": format!("Reader{i}"), "segments": [{ "id": segment }] })).await;
-        assert_eq!(made.status, 201, "{}", made.body);
-    }
+    tests::dashboard::readers(app).await;
 
     let shots = tests::clients::root().join("target/screenshots/dashboard");
     let mut command = std::process::Command::new("node");
