@@ -40,3 +40,33 @@ async fn a_broadcast_composed_and_sent_from_the_dashboard_reaches_every_member_a
     assert!(!done.contains("hx-trigger"), "a finished fan-out stops asking: {done}");
     assert!(done.contains("<li><b>3</b>recipients</li>"), "{done}");
 }
+
+#[tokio::test]
+async fn a_broadcast_scheduled_from_the_dashboard_waits_a_bad_time_stands_beside_the_field_and_cancel_sends_nothing() {
+    let mail = mail::setup().await;
+    let app = &mail.app;
+    let admin = person(app, app.team_id, "admin", "Ada").await;
+    let segment = tests::dashboard::readers(app).await;
+    let from = format!("Acme <news@{SENDING_DOMAIN}>");
+    let (status, location, page) = post(app, &admin, "/app/broadcasts", &[("name", "Later"), ("from", &from), ("subject", "Later news"), ("segment_id", &segment), ("template", ""), ("html", "<p>Later.</p>")]).await;
+    assert_eq!(status, 303, "{page}");
+    let location = location.unwrap();
+    let id = location.strip_prefix("/app/broadcasts/").unwrap().to_string();
+
+    let (status, _, page) = post(app, &admin, &format!("{location}/send"), &[("scheduled_at", "the day after never")]).await;
+    assert!(status >= 400, "{status}: {page}");
+    assert!(page.contains("id=\"b-scheduled_at-error\""), "the refusal beside the time: {page}");
+    assert_eq!(app.get(&format!("/broadcasts/{id}")).await.body["status"], "draft", "nothing scheduled");
+
+    let (status, _, page) = post(app, &admin, &format!("{location}/send"), &[("scheduled_at", "in 2 hours")]).await;
+    assert_eq!(status, 303, "{page}");
+    let scheduled = app.get(&format!("/broadcasts/{id}")).await.body;
+    assert_eq!(scheduled["status"], "scheduled", "{scheduled}");
+    let page = get(app, &admin, &location).await.1;
+    assert!(page.contains("Cancel the scheduled send"), "{page}");
+    let (status, _, _) = post(app, &admin, &format!("{location}/cancel"), &[]).await;
+    assert_eq!(status, 303);
+    assert_eq!(app.get(&format!("/broadcasts/{id}")).await.body["status"], "canceled");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(mail.sink.messages().is_empty(), "a canceled broadcast sends nothing");
+}

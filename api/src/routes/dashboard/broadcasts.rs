@@ -120,12 +120,17 @@ async fn detail_page(req: &Request, api: &Api, session: &Session, id: &str, refu
             .flatten()
             .map(|s| format!("<li>{} <b>{}</b> <span class=\"muted\">{}</span></li>", if s["passed"] == true { "✓" } else { "✗" }, kit::word(&s["name"]), kit::text(&s["message"])))
             .collect();
+        let schedule_error = refused.and_then(|a| a.field_error("scheduled_at")).map_or_else(String::new, |e| format!("<span class=\"error\" id=\"b-scheduled_at-error\">{}</span>", escape(&e)));
         let send_form = if session.can_write() {
             format!(
                 "<form class=\"stack\" method=\"post\" action=\"{base}/send\"><input type=\"hidden\" name=\"csrf\" value=\"{}\">\
                  <label class=\"check\"><input type=\"checkbox\" name=\"acknowledge_checks\" value=\"true\"> Send even if a content check fails</label>\
-                 <button type=\"submit\">Send now</button></form>",
-                escape(&session.csrf)
+                 <label for=\"b-scheduled_at\">Or send later: an ISO 8601 time, or a phrase such as “tomorrow at 9am”</label>\
+                 <input id=\"b-scheduled_at\" name=\"scheduled_at\" maxlength=\"100\"{}>{}\
+                 <button type=\"submit\">Send now, or at that time</button></form>",
+                escape(&session.csrf),
+                if schedule_error.is_empty() { "" } else { " aria-invalid=\"true\" aria-describedby=\"b-scheduled_at-error\"" },
+                schedule_error
             )
         } else {
             String::new()
@@ -194,11 +199,14 @@ pub async fn progress_fragment(req: &Request, api: Data<&Api>, Path(id): Path<St
     kit::fragment(req, &api, &format!("/broadcasts/{}", urlencoding(&id)), progress).await
 }
 
-/// `POST /app/broadcasts/{id}/send`: `POST /broadcasts/{id}/send` now.
+/// `POST /app/broadcasts/{id}/send`: `POST /broadcasts/{id}/send`, now or at the time given.
 #[handler]
 pub async fn send(req: &Request, api: Data<&Api>, Path(id): Path<String>, Form(form): Form<Fields>) -> poem::Result<Response> {
     let session = signed_in!(req, api);
-    let body = json!({ "acknowledge_checks": form.get("acknowledge_checks").is_some_and(|v| v == "true") });
+    let mut body = json!({ "acknowledge_checks": form.get("acknowledge_checks").is_some_and(|v| v == "true") });
+    if let Some(at) = kit::given(&form, "scheduled_at") {
+        body["scheduled_at"] = json!(at);
+    }
     let answer = kit::write(req, &api, Method::POST, &format!("/broadcasts/{}/send", urlencoding(&id)), Some(&body), &form).await?;
     if !answer.ok() {
         return detail_page(req, &api, &session, &id, Some(&answer)).await;
